@@ -1,0 +1,11 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/tests'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+  // Suites that start real processes (Temporal, MCP servers, the demo model) need room.
+  testTimeout: 60_000,
+  // Two cores: the heavy suites run one at a time so timings stay sane.
+  maxWorkers: 2,
+};
