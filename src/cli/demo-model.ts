@@ -1,0 +1,100 @@
+/**
+ * Runs the demo model as a standalone process:
+ *
+ *   node dist/src/cli/demo-model.js --rules <file> [--port N] [--host H] [--api-key K]
+ *
+ * Stdout carries exactly one line, `DEMO_MODEL_URL=<url>`, once the server listens; start scripts
+ * and tests parse it, so every log line goes to stderr. A bad rules file exits with code 2 and names
+ * the offending field; other startup failures (port taken) exit with 1.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { DemoRulesError, parseDemoRules, type ResolvedDemoRules } from '../demo-model/rules';
+import { startDemoModel } from '../demo-model/server';
+
+export class UsageError extends Error {}
+
+/** Reads and validates a rules file; every failure message names the file (and field, if any). */
+export function loadRulesFile(file: string): ResolvedDemoRules {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read rules file ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`rules file ${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  try {
+    return parseDemoRules(json);
+  } catch (err) {
+    if (err instanceof DemoRulesError) {
+      throw new UsageError(`rules file ${file} is invalid:\n  ${err.issues.join('\n  ')}`);
+    }
+    throw err;
+  }
+}
+
+function parseCli(argv: string[]): { rules: string; port: number; host: string; apiKey?: string } {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      rules: { type: 'string' },
+      port: { type: 'string', default: '0' },
+      host: { type: 'string', default: '127.0.0.1' },
+      'api-key': { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!values.rules) throw new UsageError('missing --rules <file>');
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`invalid --port ${values.port}`);
+  return { rules: values.rules, port, host: values.host, apiKey: values['api-key'] };
+}
+
+async function main(): Promise<void> {
+  const logger = pino({ name: 'demo-model' }, pino.destination(2));
+  let args: ReturnType<typeof parseCli>;
+  let rules: ResolvedDemoRules;
+  try {
+    args = parseCli(process.argv.slice(2));
+    rules = loadRulesFile(args.rules);
+  } catch (err) {
+    process.stderr.write(`demo-model: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write('usage: demo-model --rules <file> [--port N] [--host H] [--api-key K]\n');
+    process.exit(2);
+  }
+
+  const handle = await startDemoModel({ rules, host: args.host, port: args.port, apiKey: args.apiKey, logger });
+  process.stdout.write(`DEMO_MODEL_URL=${handle.url}\n`);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      // A second Ctrl-C means the user is done waiting.
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'demo model stopping');
+    handle.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'demo model close failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`demo-model: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
