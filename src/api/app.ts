@@ -1,0 +1,221 @@
+import { createHash, randomBytes } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Logger } from '../logger';
+import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
+import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
+import { HttpError, notFound } from './errors';
+import type { TurnGateway } from './gateway';
+
+export interface AppDeps {
+  gateway: TurnGateway;
+  logger?: Logger | false;
+  /** Longest accepted message text, in characters. */
+  maxMessageChars: number;
+  /** How often an SSE stream polls the turn for new events. */
+  ssePollMs: number;
+  /** Interval of SSE keep-alive comments. */
+  sseKeepAliveMs?: number;
+}
+
+const SessionParams = z.object({ sessionId: z.string().regex(SESSION_ID_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$') });
+const TurnParams = z.object({ turnId: z.string().min(1).max(200) });
+const IdempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const detail = result.error.issues
+    .map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
+    .join('; ');
+  throw new HttpError(400, 'invalid_request', `${where}: ${detail}`);
+}
+
+/** The public view of a turn (ARCHITECTURE.md §9); events are served by the /events stream. */
+function turnView(state: TurnState) {
+  return {
+    turnId: state.turnId,
+    sessionId: state.sessionId,
+    status: state.status,
+    ...(state.text !== undefined ? { text: state.text } : {}),
+    toolCalls: state.toolCalls,
+    ...(state.error ? { error: state.error } : {}),
+    steps: state.steps,
+    lastEventId: state.events.at(-1)?.id ?? 0,
+  };
+}
+
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app: FastifyInstance = deps.logger
+    ? Fastify({ loggerInstance: deps.logger as unknown as FastifyBaseLogger, bodyLimit: 1024 * 1024 })
+    : Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+  const MessageBody = z
+    .object({ text: z.string().trim().min(1, 'must not be empty').max(deps.maxMessageChars, `must be at most ${deps.maxMessageChars} characters`) })
+    .strict();
+
+  // One error handler: everything is logged, only 4xx messages are shown, never a stack trace.
+  app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
+    if (err instanceof HttpError) {
+      if (err.statusCode >= 500) request.log.error({ err: (err as { cause?: unknown }).cause ?? err }, err.message);
+      return reply.status(err.statusCode).send({ error: { code: err.code, message: err.message } });
+    }
+    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+    if (status < 500) {
+      const code =
+        err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError
+          ? 'invalid_json'
+          : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+            ? 'payload_too_large'
+            : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+              ? 'unsupported_media_type'
+              : 'bad_request';
+      return reply.status(status).send({ error: { code, message: err.message } });
+    }
+    request.log.error({ err }, 'request failed');
+    return reply.status(status === 503 ? 503 : 500).send({
+      error: { code: status === 503 ? 'unavailable' : 'internal', message: 'The server could not complete the request.' },
+    });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
+  );
+
+  app.post('/v1/sessions/:sessionId/messages', async (request, reply) => {
+    const { sessionId } = parse(SessionParams, request.params, 'path');
+    const body = parse(MessageBody, request.body, 'body');
+    const key = request.headers['idempotency-key'];
+    // A client retrying a POST with the same Idempotency-Key gets the same turn, not a second one.
+    const requestKey =
+      key === undefined
+        ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
+        : createHash('sha256').update(parse(IdempotencyKey, key, 'Idempotency-Key header')).digest('hex').slice(0, 24);
+    const turnId = makeTurnId(sessionId, requestKey);
+    const { created } = await unavailableOnError(() => deps.gateway.startTurn({ turnId, sessionId, text: body.text }));
+    return reply
+      .status(created ? 202 : 200)
+      .header('location', `/v1/turns/${turnId}`)
+      .send({ sessionId, turnId, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
+  });
+
+  app.get('/v1/turns/:turnId', async (request) => {
+    const { turnId } = parse(TurnParams, request.params, 'path');
+    const state = await unavailableOnError(() => deps.gateway.getTurn(turnId));
+    if (!state) throw notFound(`turn ${turnId}`);
+    return turnView(state);
+  });
+
+  app.get('/v1/turns/:turnId/events', async (request, reply) => {
+    const { turnId } = parse(TurnParams, request.params, 'path');
+    const query = z.object({ after: z.coerce.number().int().nonnegative().optional() }).parse(request.query ?? {});
+    const header = request.headers['last-event-id'];
+    const lastIdHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
+    let lastId = lastIdHeader ?? query.after ?? 0;
+
+    const first = await unavailableOnError(() => deps.gateway.getTurn(turnId, lastId));
+    if (!first) throw notFound(`turn ${turnId}`);
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write('retry: 1000\n\n');
+    let closed = false;
+    request.raw.on('close', () => {
+      closed = true;
+    });
+    const keepAlive = setInterval(() => {
+      if (!closed) res.write(': keep-alive\n\n');
+    }, deps.sseKeepAliveMs ?? 15_000);
+
+    const send = (state: TurnState): boolean => {
+      for (const e of state.events) {
+        if (e.id <= lastId) continue;
+        res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, turnId, at: e.at })}\n\n`);
+        lastId = e.id;
+      }
+      return TERMINAL_STATUSES.includes(state.status) && state.events.every((e) => e.id <= lastId);
+    };
+
+    try {
+      let done = send(first);
+      while (!done && !closed) {
+        await sleep(deps.ssePollMs);
+        if (closed) break;
+        let state: TurnState | null;
+        try {
+          state = await deps.gateway.getTurn(turnId, lastId);
+        } catch (err) {
+          // Temporal blips must not kill the stream: the client keeps its place and we try again.
+          request.log.warn({ err, turnId }, 'polling turn failed; retrying');
+          await sleep(Math.max(deps.ssePollMs, 500));
+          continue;
+        }
+        if (!state) break;
+        done = send(state);
+      }
+    } finally {
+      clearInterval(keepAlive);
+      res.end();
+    }
+  });
+
+  app.get('/v1/tools', async () => {
+    const catalog = await unavailableOnError(() => deps.gateway.catalog());
+    return {
+      tools: catalog.tools.map((t) => ({
+        name: t.name,
+        server: t.server,
+        tool: t.tool,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        annotations: t.annotations,
+      })),
+      servers: catalog.servers,
+    };
+  });
+
+  app.get('/v1/servers', async () => {
+    const catalog = await unavailableOnError(() => deps.gateway.catalog());
+    return { servers: catalog.servers };
+  });
+
+  app.get('/healthz', async (_request, reply) => {
+    const temporal = await deps.gateway.temporalHealth();
+    let mcp: { ok: boolean; servers: unknown[]; error?: string } = { ok: false, servers: [] };
+    if (temporal.ok) {
+      try {
+        const catalog = await deps.gateway.catalog();
+        mcp = { ok: catalog.servers.every((s) => s.state !== 'unavailable'), servers: catalog.servers };
+      } catch (err) {
+        mcp = { ok: false, servers: [], error: err instanceof Error ? err.message : String(err) };
+      }
+    } else {
+      mcp.error = 'unknown: Temporal is unreachable';
+    }
+    const status = !temporal.ok ? 'down' : mcp.ok ? 'ok' : 'degraded';
+    return reply.status(temporal.ok ? 200 : 503).send({ status, temporal, mcp });
+  });
+
+  return app;
+}
+
+/** Temporal being unreachable is the service's problem, not the caller's: answer 503, not 500. */
+async function unavailableOnError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    const e = new HttpError(503, 'unavailable', 'The workflow service is unavailable; try again shortly.');
+    (e as { cause?: unknown }).cause = err;
+    throw e;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+

@@ -1,0 +1,169 @@
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
+import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { sessionOfTurn, TURN_ID_PATTERN } from '../shared/ids';
+import type { Catalog } from '../shared/tool-types';
+import type { TurnInput, TurnOptions, TurnState } from '../shared/turn';
+import {
+  CATALOG_WORKFLOW_TYPE,
+  SESSION_ID_SEARCH_ATTRIBUTE,
+  TURN_FAILED_ERROR_TYPE,
+  TURN_WORKFLOW_TYPE,
+  turnStateQuery,
+} from '../workflows/definitions';
+
+export const SessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
+
+/** Everything the API needs from Temporal, behind one seam (tests of validation can fake it). */
+export interface TurnGateway {
+  startTurn(args: { turnId: string; sessionId: string; text: string }): Promise<{ created: boolean }>;
+  /** null when no such turn exists. */
+  getTurn(turnId: string, afterEventId?: number): Promise<TurnState | null>;
+  catalog(): Promise<Catalog>;
+  temporalHealth(): Promise<{ ok: boolean; error?: string }>;
+}
+
+export interface GatewayOptions {
+  client: Client;
+  taskQueue: string;
+  turnOptions: TurnOptions;
+  /** How long a catalog answer is reused; /healthz and /v1/tools must not start a workflow per call. */
+  catalogCacheMs: number;
+  /** How long to wait for a worker to answer a catalog request. */
+  catalogTimeoutMs?: number;
+}
+
+export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
+  const { client } = opts;
+  let cached: { at: number; value: Promise<Catalog> } | undefined;
+
+  async function finalState(turnId: string, status: string): Promise<TurnState> {
+    const handle = client.workflow.getHandle(turnId);
+    if (status === 'COMPLETED') return (await handle.result()) as TurnState;
+    try {
+      await handle.result();
+    } catch (err) {
+      if (err instanceof WorkflowFailedError) {
+        const cause = err.cause;
+        if (cause instanceof ApplicationFailure && cause.type === TURN_FAILED_ERROR_TYPE && cause.details?.[0]) {
+          return cause.details[0] as TurnState;
+        }
+        const cancelled = status === 'CANCELED';
+        return {
+          turnId,
+          sessionId: sessionOfTurn(turnId) ?? '',
+          status: cancelled ? 'cancelled' : 'failed',
+          toolCalls: [],
+          events: [],
+          steps: 0,
+          error: { code: cancelled ? 'cancelled' : status.toLowerCase(), message: cause?.message ?? err.message },
+        };
+      }
+      throw err;
+    }
+    throw new Error(`turn ${turnId} closed as ${status} without a failure`);
+  }
+
+  return {
+    async startTurn({ turnId, sessionId, text }) {
+      const input: TurnInput = { turnId, sessionId, userText: text, history: [], options: opts.turnOptions };
+      try {
+        await client.workflow.start(TURN_WORKFLOW_TYPE, {
+          workflowId: turnId,
+          taskQueue: opts.taskQueue,
+          args: [input],
+          // A repeated Idempotency-Key must find the same turn, even after it closed.
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: [{ key: SessionIdKey, value: sessionId }],
+          staticSummary: `Turn of session ${sessionId}: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
+        });
+        return { created: true };
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return { created: false };
+        throw err;
+      }
+    },
+
+    async getTurn(turnId, afterEventId) {
+      if (!TURN_ID_PATTERN.test(turnId)) return null;
+      const handle = client.workflow.getHandle(turnId);
+      let status: string;
+      try {
+        status = (await handle.describe()).status.name;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return null;
+        throw err;
+      }
+      const state =
+        status === 'RUNNING' ? await handle.query(turnStateQuery, afterEventId) : await finalState(turnId, status);
+      return afterEventId ? { ...state, events: state.events.filter((e) => e.id > afterEventId) } : state;
+    },
+
+    async catalog() {
+      const now = Date.now();
+      if (cached && now - cached.at < opts.catalogCacheMs) return cached.value;
+      // One catalog workflow per cache window: concurrent callers share it (USE_EXISTING).
+      const bucket = Math.floor(now / Math.max(opts.catalogCacheMs, 1_000));
+      const value = withTimeout(
+        client.workflow.execute(CATALOG_WORKFLOW_TYPE, {
+          workflowId: `catalog-${bucket}`,
+          taskQueue: opts.taskQueue,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowExecutionTimeout: '30 seconds',
+          staticSummary: 'Tool catalog and MCP server health for the API',
+        }) as Promise<Catalog>,
+        opts.catalogTimeoutMs ?? 5_000,
+        'no worker answered the catalog request',
+      );
+      cached = { at: now, value };
+      value.catch(() => {
+        if (cached?.value === value) cached = undefined;
+      });
+      return value;
+    },
+
+    async temporalHealth() {
+      try {
+        await client.connection.withDeadline(Date.now() + 2_000, () => client.workflowService.getSystemInfo({}));
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, error: err instanceof Error ? err.message : String(err) };
+      }
+    },
+  };
+}
+
+/** Registers the custom search attribute turns carry. Safe to call on every start. */
+export async function ensureSearchAttributes(client: Client, namespace: string): Promise<void> {
+  try {
+    await client.connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: { [SESSION_ID_SEARCH_ATTRIBUTE]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD },
+    });
+  } catch (err) {
+    const code = (err as { code?: number }).code;
+    // 6 = ALREADY_EXISTS; anything else is worth surfacing.
+    if (code !== 6) throw err;
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(message)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

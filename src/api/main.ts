@@ -1,0 +1,43 @@
+import { Client, Connection } from '@temporalio/client';
+import { ConfigError, loadEnvConfig, loadHostConfig, turnOptionsFrom } from '../config';
+import { createLogger } from '../logger';
+import { buildApp } from './app';
+import { createTemporalGateway, ensureSearchAttributes } from './gateway';
+
+/** The one file that calls listen(). */
+async function main(): Promise<void> {
+  const env = loadEnvConfig();
+  const host = loadHostConfig(env.HOST_CONFIG);
+  const logger = createLogger('api', env.LOG_LEVEL);
+  const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
+  const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+  await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
+
+  const app = buildApp({
+    gateway: createTemporalGateway({
+      client,
+      taskQueue: env.TASK_QUEUE,
+      turnOptions: turnOptionsFrom(host),
+      catalogCacheMs: env.CATALOG_CACHE_MS,
+    }),
+    logger,
+    maxMessageChars: env.MAX_MESSAGE_CHARS,
+    ssePollMs: env.SSE_POLL_MS,
+  });
+
+  const shutdown = async () => {
+    await app.close();
+    await connection.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown());
+  process.once('SIGINT', () => void shutdown());
+
+  const address = await app.listen({ host: env.API_HOST, port: env.API_PORT });
+  process.stdout.write(`API_URL=${address}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`api: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+});

@@ -1,0 +1,16 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+/** Bundles the workflow code once at build time; workers load the result instead of running webpack. */
+async function main(): Promise<void> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows') });
+  const out = path.resolve(__dirname, '..', 'workflow-bundle.js');
+  writeFileSync(out, code);
+  process.stdout.write(`workflow bundle written to ${path.relative(process.cwd(), out)}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bundle-workflows: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

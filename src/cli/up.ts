@@ -1,0 +1,125 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
+
+/**
+ * `npm start`: the whole system on one machine. Temporal dev server (state in .data/temporal.db),
+ * the demo model unless LLM_BASE_URL is set, the worker (which spawns the stdio MCP servers) and the
+ * API. Ctrl-C stops everything in reverse order.
+ */
+const root = path.resolve(__dirname, '..', '..', '..');
+const dist = path.join(root, 'dist');
+
+function envPort(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) {
+    process.stderr.write(`up: ${name} must be a port number, got "${raw}"\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+function prefixed(name: string): (line: string) => void {
+  return (line) => process.stdout.write(`[${name}] ${line}\n`);
+}
+
+async function main(): Promise<void> {
+  const procs: ManagedProcess[] = [];
+  let stopping = false;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    for (const p of [...procs].reverse()) await p.stop();
+    process.exit(code);
+  };
+  process.once('SIGINT', () => void stopAll(0));
+  process.once('SIGTERM', () => void stopAll(0));
+  const watch = (p: ManagedProcess) => {
+    procs.push(p);
+    void p.exited.then((code) => {
+      if (stopping) return;
+      process.stderr.write(`up: ${p.name} exited unexpectedly (code ${code}); stopping everything.\n`);
+      void stopAll(1);
+    });
+  };
+
+  try {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    let uiUrl = 'n/a (external Temporal)';
+    if (!env.TEMPORAL_ADDRESS) {
+      const cli = env.TEMPORAL_CLI;
+      if (!cli) throw new Error('TEMPORAL_CLI is not set; run through `npm start`, which provides it');
+      mkdirSync(path.join(root, '.data'), { recursive: true });
+      const temporal = await startTemporalDevServer({
+        cli,
+        dbFile: path.join(root, '.data', 'temporal.db'),
+        port: envPort('TEMPORAL_PORT', 7233),
+        uiPort: envPort('TEMPORAL_UI_PORT', 8233),
+        onLine: prefixed('temporal'),
+      });
+      watch(temporal.proc);
+      env.TEMPORAL_ADDRESS = temporal.address;
+      uiUrl = temporal.uiUrl ?? uiUrl;
+    }
+
+    let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'demo-model'})`;
+    if (!env.LLM_BASE_URL) {
+      const { proc, match } = await spawnManaged(
+        'demo-model',
+        process.execPath,
+        [
+          path.join(dist, 'src/cli/demo-model.js'),
+          '--rules', env.DEMO_MODEL_RULES ?? path.join(root, 'examples/demo-model/rules.json'),
+          '--port', String(envPort('DEMO_MODEL_PORT', 4010)),
+        ],
+        { env, readyLine: /^DEMO_MODEL_URL=(\S+)/, onLine: prefixed('demo-model') },
+      );
+      watch(proc);
+      env.LLM_BASE_URL = match?.[1];
+      env.LLM_MODEL = 'demo-model';
+      modelNote = `LLM: the scripted DEMO model at ${env.LLM_BASE_URL} (not a real LLM; set LLM_BASE_URL to use one)`;
+    }
+
+    const worker = await spawnManaged('worker', process.execPath, [path.join(dist, 'src/worker.js')], {
+      env,
+      cwd: root,
+      readyLine: /^WORKER_READY$/,
+      readyTimeoutMs: 60_000,
+      onLine: prefixed('worker'),
+    });
+    watch(worker.proc);
+
+    const api = await spawnManaged('api', process.execPath, [path.join(dist, 'src/api/main.js')], {
+      env: { ...env, API_PORT: String(envPort('API_PORT', 3000)) },
+      cwd: root,
+      readyLine: /^API_URL=(\S+)/,
+      onLine: prefixed('api'),
+    });
+    watch(api.proc);
+    const apiUrl = api.match?.[1] ?? '';
+
+    process.stdout.write(
+      [
+        '',
+        'Durable MCP host is up.',
+        `  API:          ${apiUrl}`,
+        `  Temporal UI:  ${uiUrl}`,
+        `  ${modelNote}`,
+        '',
+        'Try:',
+        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H 'content-type: application/json' -d '{"text":"remember that the demo works"}'`,
+        `  curl -N ${apiUrl}/v1/turns/<turnId>/events`,
+        '',
+        'Press Ctrl-C to stop.',
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    process.stderr.write(`up: ${err instanceof Error ? err.message : String(err)}\n`);
+    await stopAll(1);
+  }
+}
+
+void main();

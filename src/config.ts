@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { ContextSpecSchema, type TurnOptions } from './shared/turn';
+
+/**
+ * Every setting comes from the environment (and the files it names), is validated here once, and
+ * fails fast with a message that names the variable or field. Secrets stay in memory only.
+ */
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+const EnvSchema = z.object({
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TASK_QUEUE: z.string().min(1).default('durable-mcp-host'),
+  MCP_CONFIG: z.string().min(1).default('examples/mcp.json'),
+  HOST_CONFIG: z.string().min(1).default('examples/host.json'),
+  LLM_BASE_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:11434/v1' }).optional(),
+  LLM_MODEL: z.string().min(1).default('demo-model'),
+  LLM_API_KEY: z.string().default(''),
+  LLM_TIMEOUT_MS: positiveInt.default(120_000),
+  API_HOST: z.string().min(1).default('127.0.0.1'),
+  API_PORT: port.default(3000),
+  SSE_POLL_MS: positiveInt.default(50),
+  CATALOG_CACHE_MS: z.coerce.number().int().nonnegative().default(5_000),
+  MAX_MESSAGE_CHARS: positiveInt.default(16_000),
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+});
+export type EnvConfig = z.infer<typeof EnvSchema>;
+
+const RetrySchema = z.object({
+  maximumAttempts: z.number().int().min(1).max(100),
+  initialIntervalMs: z.number().int().min(1),
+  maximumIntervalMs: z.number().int().min(1),
+});
+
+/** Host behaviour that belongs to the deployment, not the request: prompts, limits, context, retries. */
+export const HostConfigSchema = z
+  .object({
+    systemPrompt: z.string().optional(),
+    maxSteps: z.number().int().min(1).max(50).default(8),
+    maxToolResultChars: z.number().int().min(100).default(20_000),
+    context: ContextSpecSchema.default({ resources: [], prompts: [] }),
+    llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
+    mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
+  })
+  .strict();
+export type HostConfig = z.infer<typeof HostConfigSchema>;
+
+export function formatZodError(source: string, error: z.ZodError): string {
+  return error.issues
+    .map((i) => `${source}: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
+    .join('\n');
+}
+
+export function loadEnvConfig(env: NodeJS.ProcessEnv = process.env): EnvConfig {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(formatZodError('environment', parsed.error));
+  return parsed.data;
+}
+
+export function loadHostConfig(file: string): HostConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`${file}: cannot read host config: ${(err as Error).message}`);
+  }
+  const parsed = HostConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(formatZodError(path.basename(file), parsed.error));
+  return parsed.data;
+}
+
+export function turnOptionsFrom(host: HostConfig): TurnOptions {
+  return {
+    maxSteps: host.maxSteps,
+    systemPrompt: host.systemPrompt,
+    context: host.context,
+    llmRetry: host.llmRetry,
+    mcpRetry: host.mcpRetry,
+    maxToolResultChars: host.maxToolResultChars,
+  };
+}

@@ -1,0 +1,141 @@
+import { z } from 'zod';
+
+/**
+ * Types that cross the workflow boundary (workflow input, queries, results). Everything here ends up
+ * in workflow history: plain JSON, no secrets, no functions.
+ */
+
+export const TurnStatusSchema = z.enum(['running', 'awaiting_approval', 'completed', 'failed', 'cancelled']);
+export type TurnStatus = z.infer<typeof TurnStatusSchema>;
+
+/** A chat message in OpenAI chat-completions shape, the lingua franca of the LLM activity. */
+export const LlmToolCallSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** Raw JSON text exactly as the model produced it; parsed (and rejected if invalid) by the host. */
+  arguments: z.string(),
+});
+export type LlmToolCall = z.infer<typeof LlmToolCallSchema>;
+
+export const ChatMessageSchema = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: z.string() }),
+  z.object({ role: z.literal('user'), content: z.string() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.string().nullable(),
+    toolCalls: z.array(LlmToolCallSchema).optional(),
+  }),
+  z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
+]);
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+
+/** A tool the LLM may call, as sent to the model (name + description + JSON Schema). */
+export interface LlmToolSpec {
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface LlmRequest {
+  turnId: string;
+  step: number;
+  messages: ChatMessage[];
+  tools: LlmToolSpec[];
+}
+
+export interface LlmResponse {
+  text: string | null;
+  toolCalls: LlmToolCall[];
+  finishReason: string | null;
+  usage?: { promptTokens: number; completionTokens: number };
+}
+
+/** What the conversation asks to be gathered as context before the first LLM call. */
+export const ContextSpecSchema = z.object({
+  resources: z.array(z.object({ server: z.string(), uri: z.string() })).default([]),
+  prompts: z
+    .array(z.object({ server: z.string(), name: z.string(), arguments: z.record(z.string(), z.string()).optional() }))
+    .default([]),
+});
+export type ContextSpec = z.infer<typeof ContextSpecSchema>;
+
+export interface RetryProfile {
+  maximumAttempts: number;
+  initialIntervalMs: number;
+  maximumIntervalMs: number;
+}
+
+export interface TurnOptions {
+  /** LLM calls per turn before the host asks the model for a final answer without tools. */
+  maxSteps: number;
+  systemPrompt?: string;
+  context: ContextSpec;
+  llmRetry: RetryProfile;
+  mcpRetry: RetryProfile;
+  /** Longest tool result text handed to the LLM; longer results are truncated with a marker. */
+  maxToolResultChars: number;
+}
+
+export interface TurnInput {
+  turnId: string;
+  sessionId: string;
+  userText: string;
+  /** Earlier messages of the conversation, oldest first. */
+  history: ChatMessage[];
+  options: TurnOptions;
+}
+
+export const TOOL_CALL_STATES = ['running', 'completed', 'failed'] as const;
+
+export interface ToolCallRecord {
+  /** The model's tool call id. */
+  id: string;
+  step: number;
+  /** LLM-visible name. */
+  name: string;
+  server?: string;
+  tool?: string;
+  arguments: unknown;
+  state: (typeof TOOL_CALL_STATES)[number];
+  isError?: boolean;
+  /** Result text, truncated for the record (the LLM got up to maxToolResultChars). */
+  result?: string;
+  startedAt: string;
+  finishedAt?: string;
+}
+
+export type TurnEventType =
+  | 'status'
+  | 'tool_call_started'
+  | 'tool_call_finished'
+  | 'text'
+  | 'notice'
+  | 'done'
+  | 'error';
+
+export interface TurnEvent {
+  /** 1-based, dense, increasing within a turn: the SSE event id. */
+  id: number;
+  type: TurnEventType;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export interface TurnError {
+  code: string;
+  message: string;
+}
+
+/** The turn as seen from outside: GET /v1/turns/:id, the workflow result, and the progress query. */
+export interface TurnState {
+  turnId: string;
+  sessionId: string;
+  status: TurnStatus;
+  text?: string;
+  toolCalls: ToolCallRecord[];
+  error?: TurnError;
+  events: TurnEvent[];
+  steps: number;
+}
+
+export const TERMINAL_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled'];

@@ -1,0 +1,72 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from './activities';
+import { ConfigError, loadEnvConfig } from './config';
+import { createLlmClient } from './llm/client';
+import { createLogger } from './logger';
+import { loadMcpConfig } from './mcp/config';
+import { McpServerHub } from './mcp/hub';
+import { createArgumentValidator } from './mcp/validate-args';
+
+/** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
+const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
+
+async function main(): Promise<void> {
+  const logger = createLogger('worker');
+  const env = loadEnvConfig();
+  if (!env.LLM_BASE_URL) {
+    throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
+  }
+  const mcpConfig = loadMcpConfig(env.MCP_CONFIG, process.env);
+  const hub = new McpServerHub(mcpConfig, { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' } });
+  const llm = createLlmClient({
+    baseUrl: env.LLM_BASE_URL,
+    model: env.LLM_MODEL,
+    apiKey: env.LLM_API_KEY || 'not-needed',
+    timeoutMs: env.LLM_TIMEOUT_MS,
+  });
+  const secrets = [env.LLM_API_KEY, ...collectServerSecrets(mcpConfig)];
+
+  const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+  try {
+    const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> =
+      existsSync(PREBUILT_BUNDLE) && process.env.WORKFLOW_BUNDLE !== 'off'
+        ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
+        : { workflowsPath: require.resolve('./workflows') };
+    const worker = await Worker.create({
+      connection,
+      namespace: env.TEMPORAL_NAMESPACE,
+      taskQueue: env.TASK_QUEUE,
+      ...bundle,
+      activities: createActivities({ hub, llm, validator: createArgumentValidator(), logger, secrets }),
+    });
+    logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.mcpServers) }, 'worker started');
+    // Print a stable marker for scripts and tests that wait for readiness.
+    process.stdout.write('WORKER_READY\n');
+    await worker.run();
+  } finally {
+    await hub.close();
+    await connection.close();
+  }
+}
+
+/** Header and env values of configured servers, so they can be scrubbed from error messages. */
+function collectServerSecrets(config: ReturnType<typeof loadMcpConfig>): string[] {
+  const out: string[] = [];
+  for (const server of Object.values(config.mcpServers) as Array<Record<string, unknown>>) {
+    for (const key of ['env', 'headers'] as const) {
+      const values = server[key];
+      if (values && typeof values === 'object') {
+        for (const v of Object.values(values as Record<string, unknown>)) if (typeof v === 'string' && v.length >= 8) out.push(v);
+      }
+    }
+  }
+  return out;
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`worker: ${message}\n`);
+  process.exit(err instanceof ConfigError || (err instanceof Error && err.name === 'McpConfigError') ? 2 : 1);
+});

@@ -1,0 +1,2 @@
+export { turnWorkflow } from './turn';
+export { catalogWorkflow } from './catalog';

@@ -1,0 +1,220 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  log,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../core/host-loop';
+import { toolCallIdempotencyKey } from '../shared/ids';
+import type { Catalog, ToolOutcome } from '../shared/tool-types';
+import type {
+  ChatMessage,
+  RetryProfile,
+  ToolCallRecord,
+  TurnError,
+  TurnEvent,
+  TurnEventType,
+  TurnInput,
+  TurnState,
+} from '../shared/turn';
+import { TURN_FAILED_ERROR_TYPE, turnStateQuery } from './definitions';
+
+/** How much of a tool result the turn record keeps (the LLM gets up to maxToolResultChars). */
+const RECORD_RESULT_CHARS = 2_000;
+
+function retry(profile: RetryProfile, nonRetryableErrorTypes: string[]) {
+  return {
+    maximumAttempts: profile.maximumAttempts,
+    initialInterval: profile.initialIntervalMs,
+    maximumInterval: profile.maximumIntervalMs,
+    backoffCoefficient: 2,
+    nonRetryableErrorTypes,
+  };
+}
+
+/**
+ * One user request: gather context, then loop LLM → tool calls → results → LLM until the model
+ * answers in text or the step limit is reached. All I/O happens in activities.
+ */
+export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
+  const { options } = input;
+  const wf = workflowInfo();
+
+  // One proxy per failure profile: discovery is cheap and quick, the LLM is slow and rate limited,
+  // tool calls may run long and report progress through heartbeats.
+  const discovery = proxyActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 3, initialInterval: '500 milliseconds', maximumInterval: '5 seconds' },
+  });
+  const llm = proxyActivities<Activities>({
+    startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: retry(options.llmRetry, ['LlmRequestRejected']),
+  });
+  const tools = proxyActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '20 seconds',
+    retry: retry(options.mcpRetry, ['McpPermanentError']),
+  });
+
+  const state: TurnState = {
+    turnId: input.turnId,
+    sessionId: input.sessionId,
+    status: 'running',
+    toolCalls: [],
+    events: [],
+    steps: 0,
+  };
+  const emit = (type: TurnEventType, data: Record<string, unknown>): void => {
+    const event: TurnEvent = { id: state.events.length + 1, type, at: new Date().toISOString(), data };
+    state.events.push(event);
+  };
+  setHandler(turnStateQuery, (afterEventId?: number) => ({
+    ...state,
+    events: afterEventId ? state.events.filter((e) => e.id > afterEventId) : state.events,
+  }));
+
+  const fail = (error: TurnError): never => {
+    state.status = 'failed';
+    state.error = error;
+    emit('error', { ...error });
+    throw ApplicationFailure.create({
+      type: TURN_FAILED_ERROR_TYPE,
+      message: error.message,
+      nonRetryable: true,
+      details: [state],
+    });
+  };
+
+  emit('status', { status: 'running', phase: 'gathering_context' });
+  const [catalog, context] = await Promise.all([
+    discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []).catch(
+      (err: unknown): Catalog => {
+        log.warn('tool catalog unavailable', { error: describeFailure(err) });
+        emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
+        return { tools: [], servers: [] };
+      },
+    ),
+    options.context.resources.length + options.context.prompts.length > 0
+      ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context])
+      : Promise.resolve({ pieces: [], failures: [] }),
+  ]);
+  for (const f of context.failures) {
+    emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
+  }
+  const unavailable = catalog.servers.filter((s: Catalog['servers'][number]) => s.state === 'unavailable');
+  for (const s of unavailable) {
+    emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
+  }
+
+  const llmTools = toLlmTools(catalog.tools);
+  const messages: ChatMessage[] = buildInitialMessages({
+    systemPrompt: options.systemPrompt,
+    context: context.pieces,
+    unavailableServers: unavailable,
+    history: input.history,
+    userText: input.userText,
+  });
+
+  let finalText: string | undefined;
+  while (finalText === undefined) {
+    state.steps += 1;
+    const step = state.steps;
+    // Past the step limit the model gets no tools, which forces a text answer.
+    const offerTools = step <= options.maxSteps;
+    emit('status', { status: 'running', phase: 'calling_llm', step });
+    let response;
+    try {
+      response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
+        { turnId: input.turnId, step, messages, tools: offerTools ? llmTools : [] },
+      ]);
+    } catch (err) {
+      return fail(llmError(err));
+    }
+    if (response.toolCalls.length === 0 || !offerTools) {
+      finalText = response.text ?? '';
+      if (response.toolCalls.length > 0) {
+        finalText ||= `I stopped after ${options.maxSteps} tool steps without reaching an answer.`;
+      }
+      break;
+    }
+
+    messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
+    const planned = planToolCalls(response.toolCalls, catalog.tools);
+    emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
+    // Independent calls of one step run in parallel; results go back in the model's order.
+    const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
+    planned.forEach((p, i) => {
+      const outcome = outcomes[i] as ToolOutcome;
+      const content = outcome.isError ? `Error: ${outcome.text}` : outcome.text;
+      messages.push({ role: 'tool', toolCallId: p.call.id, content: truncate(content, options.maxToolResultChars) });
+    });
+  }
+
+  state.status = 'completed';
+  state.text = finalText;
+  emit('text', { text: finalText });
+  emit('done', { status: 'completed' });
+  return state;
+
+  async function runToolCall(p: PlannedCall, step: number): Promise<ToolOutcome> {
+    const record: ToolCallRecord = {
+      id: p.call.id,
+      step,
+      name: p.call.name,
+      server: p.tool?.server,
+      tool: p.tool?.tool,
+      arguments: p.arguments,
+      state: 'running',
+      startedAt: new Date().toISOString(),
+    };
+    state.toolCalls.push(record);
+    emit('tool_call_started', { toolCallId: record.id, name: record.name, server: record.server, tool: record.tool, arguments: record.arguments });
+
+    let outcome: ToolOutcome;
+    if (p.kind === 'reject') {
+      outcome = { isError: true, text: p.reason };
+    } else {
+      try {
+        outcome = await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
+          {
+            turnId: input.turnId,
+            server: p.tool.server,
+            tool: p.tool.tool,
+            llmName: p.tool.name,
+            arguments: p.arguments,
+            idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
+          },
+        ]);
+      } catch (err) {
+        // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
+        outcome = { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
+      }
+    }
+    record.state = outcome.isError ? 'failed' : 'completed';
+    record.isError = outcome.isError;
+    record.result = truncate(outcome.text, RECORD_RESULT_CHARS);
+    record.finishedAt = new Date().toISOString();
+    emit('tool_call_finished', { toolCallId: record.id, name: record.name, isError: outcome.isError, result: record.result });
+    return outcome;
+  }
+}
+
+function llmError(err: unknown): TurnError {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure && cause.type === 'LlmRequestRejected') {
+    return { code: 'llm_rejected', message: `The language model rejected the request: ${cause.message}` };
+  }
+  return { code: 'llm_unavailable', message: `The language model is unavailable: ${describeFailure(err)}` };
+}
+
+/** The innermost meaningful message of an activity failure, for users and the model. */
+function describeFailure(err: unknown): string {
+  let current: unknown = err;
+  while (current instanceof ActivityFailure && current.cause) current = current.cause;
+  if (current instanceof Error) return current.message;
+  return String(current);
+}
