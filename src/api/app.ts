@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { z } from 'zod';
 import type { Logger } from '../logger';
 import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
@@ -46,9 +46,19 @@ function turnView(state: TurnState) {
 }
 
 export function buildApp(deps: AppDeps): FastifyInstance {
+  const options: FastifyServerOptions = {
+    bodyLimit: 1024 * 1024,
+    // Turn ids reach ~110 characters (64-character session ids); the default limit is 100.
+    maxParamLength: 256,
+    // Router-level rejections (bad URL encoding, over-long parameters) get the same JSON error shape.
+    frameworkErrors: (err, _request, reply) =>
+      (reply as unknown as FastifyReply).status(err.statusCode ?? 400).send({
+        error: { code: err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'uri_too_long' : 'bad_url', message: err.message.slice(0, 200) },
+      }),
+  };
   const app: FastifyInstance = deps.logger
-    ? Fastify({ loggerInstance: deps.logger as unknown as FastifyBaseLogger, bodyLimit: 1024 * 1024 })
-    : Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+    ? Fastify({ ...options, loggerInstance: deps.logger as unknown as FastifyBaseLogger })
+    : Fastify({ ...options, logger: false });
   const MessageBody = z
     .object({ text: z.string().trim().min(1, 'must not be empty').max(deps.maxMessageChars, `must be at most ${deps.maxMessageChars} characters`) })
     .strict();
@@ -82,6 +92,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.post('/v1/sessions/:sessionId/messages', async (request, reply) => {
     const { sessionId } = parse(SessionParams, request.params, 'path');
+    const contentType = request.headers['content-type'] ?? '';
+    if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+      throw new HttpError(415, 'unsupported_media_type', 'Send the message as application/json: { "text": "..." }');
+    }
     const body = parse(MessageBody, request.body, 'body');
     const key = request.headers['idempotency-key'];
     // A client retrying a POST with the same Idempotency-Key gets the same turn, not a second one.

@@ -1,0 +1,154 @@
+import { buildApp } from '../../src/api/app';
+import type { TurnGateway } from '../../src/api/gateway';
+import type { Catalog } from '../../src/shared/tool-types';
+import type { TurnState } from '../../src/shared/turn';
+
+/** A gateway over in-memory turns: the API's validation and framing, without Temporal. */
+function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: string[]; down: boolean } {
+  const turns = new Map<string, TurnState>();
+  const started: string[] = [];
+  const g = {
+    turns,
+    started,
+    down: false,
+    async startTurn({ turnId, sessionId }: { turnId: string; sessionId: string; text: string }) {
+      if (g.down) throw new Error('connect ECONNREFUSED 127.0.0.1:7233');
+      if (turns.has(turnId)) return { created: false };
+      started.push(turnId);
+      turns.set(turnId, {
+        turnId, sessionId, status: 'completed', text: 'hi', toolCalls: [], steps: 1,
+        events: [1, 2, 3].map((id) => ({ id, type: id === 3 ? 'done' : 'status', at: 'now', data: { n: id } })),
+      });
+      return { created: true };
+    },
+    async getTurn(turnId: string, after?: number) {
+      const t = turns.get(turnId);
+      if (!t) return null;
+      return { ...t, events: t.events.filter((e) => e.id > (after ?? 0)) };
+    },
+    async catalog(): Promise<Catalog> {
+      return { tools: [], servers: [{ server: 'a', transport: 'stdio', state: 'connected', toolCount: 0 }] };
+    },
+    async temporalHealth() {
+      return g.down ? { ok: false, error: 'down' } : { ok: true };
+    },
+  };
+  return g;
+}
+
+function setup() {
+  const gateway = fakeGateway();
+  const app = buildApp({ gateway, maxMessageChars: 100, ssePollMs: 5 });
+  return { app, gateway };
+}
+
+const post = (app: ReturnType<typeof setup>['app'], url: string, payload: unknown, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'POST', url, payload: typeof payload === 'string' ? payload : JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } });
+
+test('POST a message → 202 with turn id and urls', async () => {
+  const { app } = setup();
+  const res = await post(app, '/v1/sessions/s1/messages', { text: 'hello' });
+  expect(res.statusCode).toBe(202);
+  const body = res.json();
+  expect(body.turnId).toMatch(/^turn-s1-[a-z0-9]+$/);
+  expect(body.eventsUrl).toBe(`/v1/turns/${body.turnId}/events`);
+});
+
+test.each([
+  ['not JSON', '{"text": ', 400, 'invalid_json'],
+  ['empty text', { text: '   ' }, 400, 'invalid_request'],
+  ['missing text', {}, 400, 'invalid_request'],
+  ['wrong type', { text: 5 }, 400, 'invalid_request'],
+  ['unknown field', { text: 'hi', extra: true }, 400, 'invalid_request'],
+  ['too long', { text: 'x'.repeat(101) }, 400, 'invalid_request'],
+  ['array body', [1, 2], 400, 'invalid_request'],
+])('malformed body (%s) → %i %s, JSON error, no stack', async (_name, payload, status, code) => {
+  const { app, gateway } = setup();
+  const res = await post(app, '/v1/sessions/s1/messages', payload);
+  expect(res.statusCode).toBe(status);
+  expect(res.json().error.code).toBe(code);
+  expect(res.body).not.toMatch(/at \w+ \(|node_modules/);
+  expect(gateway.started).toHaveLength(0);
+});
+
+test('bad session id, wrong content type and oversized bodies are 4xx', async () => {
+  const { app } = setup();
+  expect((await post(app, '/v1/sessions/bad%20id/messages', { text: 'x' })).statusCode).toBe(400);
+  const text = await app.inject({ method: 'POST', url: '/v1/sessions/s/messages', payload: 'hi', headers: { 'content-type': 'text/plain' } });
+  expect(text.statusCode).toBe(415);
+  expect(text.json().error.code).toBe('unsupported_media_type');
+  const big = await post(app, '/v1/sessions/s/messages', { text: 'x'.repeat(2 * 1024 * 1024) });
+  expect(big.statusCode).toBe(413);
+  expect(big.json().error.code).toBe('payload_too_large');
+});
+
+test('Idempotency-Key returns the same turn', async () => {
+  const { app, gateway } = setup();
+  const a = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1' });
+  const b = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1' });
+  expect(a.statusCode).toBe(202);
+  expect(b.statusCode).toBe(200);
+  expect(b.json().turnId).toBe(a.json().turnId);
+  expect(gateway.started).toHaveLength(1);
+  const bad = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'has space' });
+  expect(bad.statusCode).toBe(400);
+});
+
+test('unknown turn → 404 on state and events; unknown route → 404 JSON', async () => {
+  const { app } = setup();
+  for (const url of ['/v1/turns/turn-s1-abc', '/v1/turns/turn-s1-abc/events', '/v1/turns/whatever', '/nope']) {
+    const res = await app.inject({ method: 'GET', url });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.code).toBe('not_found');
+  }
+});
+
+test('events are SSE with ids; Last-Event-ID and ?after resume after that id', async () => {
+  const { app } = setup();
+  const { turnId } = (await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).json();
+  const all = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events` });
+  expect(all.headers['content-type']).toMatch(/^text\/event-stream/);
+  expect([...all.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['1', '2', '3']);
+  expect(all.body).toMatch(/^event: done$/m);
+
+  const resumed = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events`, headers: { 'last-event-id': '2' } });
+  expect([...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['3']);
+  const after = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events?after=1` });
+  expect([...after.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['2', '3']);
+});
+
+test('Temporal unreachable → 503 JSON on POST, healthz reports down; the API stays up', async () => {
+  const { app, gateway } = setup();
+  gateway.down = true;
+  const res = await post(app, '/v1/sessions/s1/messages', { text: 'hi' });
+  expect(res.statusCode).toBe(503);
+  expect(res.json().error.code).toBe('unavailable');
+  expect(res.body).not.toContain('ECONNREFUSED');
+  const health = await app.inject({ method: 'GET', url: '/healthz' });
+  expect(health.statusCode).toBe(503);
+  expect(health.json().status).toBe('down');
+  gateway.down = false;
+  expect((await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).statusCode).toBe(202);
+});
+
+test('hundreds of malformed requests produce no 5xx', async () => {
+  const { app } = setup();
+  const bodies = ['', '{', 'null', '[]', '"x"', '{"text":null}', '{"text":{}}', '\u0000', '{"text":"a","text":1}', '{"__proto__":{"x":1}}'];
+  const paths = ['/v1/sessions/s/messages', '/v1/sessions/%00/messages', '/v1/sessions/' + 'a'.repeat(100) + '/messages'];
+  const types = ['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1'];
+  let count = 0;
+  for (const url of paths) for (const payload of bodies) for (const ct of types) {
+    const res = await app.inject({ method: 'POST', url, payload, headers: { 'content-type': ct } });
+    count++;
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(res.statusCode).toBeLessThan(500);
+    expect(res.json().error.code).toEqual(expect.any(String));
+  }
+  expect(count).toBe(120);
+  for (let i = 0; i < 100; i++) {
+    const res = await app.inject({ method: 'GET', url: `/v1/turns/${encodeURIComponent(String.fromCharCode(i) + 'x'.repeat(i * 3))}` });
+    // Over-long ids are refused (400/414); the others are simply unknown (404).
+    expect([400, 404, 414]).toContain(res.statusCode);
+    expect(res.json().error.code).toEqual(expect.any(String));
+  }
+});

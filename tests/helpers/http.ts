@@ -1,0 +1,88 @@
+export interface SseEvent {
+  id?: string;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+export async function postMessage(apiUrl: string, sessionId: string, text: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${apiUrl}/v1/sessions/${sessionId}/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ text }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> & { turnId: string } };
+}
+
+export async function getJson(url: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(url);
+  return { status: res.status, body: await res.json() };
+}
+
+/**
+ * Reads an SSE stream until it ends, `stopAfter` returns true, or the timeout passes.
+ * A real HTTP client over the network, not an inject shortcut.
+ */
+export async function readSse(
+  url: string,
+  opts: { lastEventId?: string; stopAfter?: (e: SseEvent) => boolean; timeoutMs?: number } = {},
+): Promise<SseEvent[]> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), opts.timeoutMs ?? 30_000);
+  const events: SseEvent[] = [];
+  try {
+    const res = await fetch(url, {
+      headers: { accept: 'text/event-stream', ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+      signal: controller.signal,
+    });
+    if (res.status !== 200 || !res.body) throw new Error(`SSE ${url}: HTTP ${res.status}: ${await res.text()}`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let idx: number;
+      while ((idx = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, idx);
+        buffer = buffer.slice(idx + 2);
+        const e = parseBlock(block);
+        if (!e) continue;
+        events.push(e);
+        if (opts.stopAfter?.(e)) {
+          controller.abort();
+          return events;
+        }
+      }
+    }
+    return events;
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') return events;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function parseBlock(block: string): SseEvent | undefined {
+  let id: string | undefined;
+  let event = 'message';
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':') || line === '') continue;
+    const [field, ...rest] = line.split(':');
+    const value = rest.join(':').replace(/^ /, '');
+    if (field === 'id') id = value;
+    else if (field === 'event') event = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (data.length === 0) return undefined;
+  return { id, event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -1,0 +1,173 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/api/app';
+import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
+import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
+import { HostConfigSchema, turnOptionsFrom } from '../../src/config';
+import type { DemoRules } from '../../src/demo-model/rules';
+import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+export const DIST = path.join(ROOT, 'dist');
+export const EVERYTHING_SERVER = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+export const NOTES_SERVER = path.join(DIST, 'examples/servers/notes-server.js');
+export const EXAMPLE_RULES = path.join(ROOT, 'examples/demo-model/rules.json');
+
+export function requireBuild(): void {
+  if (!existsSync(path.join(DIST, 'src/worker.js')) || !existsSync(NOTES_SERVER)) {
+    throw new Error('dist/ is missing: run `npm test` (it builds first) or `bash scripts/setup.sh`');
+  }
+}
+
+export function temporalCli(): string {
+  const cli = process.env.TEMPORAL_CLI;
+  if (!cli) throw new Error('TEMPORAL_CLI is not set: run the suite with `npm test`, which provides the Temporal CLI');
+  return cli;
+}
+
+/** Starts a Temporal dev server on free ports with its SQLite file in `dir`. */
+export async function startTemporal(dir: string): Promise<TemporalDevServer> {
+  return await startTemporalDevServer({ cli: temporalCli(), dbFile: path.join(dir, 'temporal.db'), port: await freePort() });
+}
+
+export async function connectClient(address: string): Promise<Client> {
+  // The port opens a moment before the frontend serves; retry briefly.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address });
+      const client = new Client({ connection });
+      await client.workflowService.getSystemInfo({});
+      await ensureSearchAttributes(client, 'default');
+      return client;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+export interface SystemOptions {
+  rules?: DemoRules;
+  /** Extra mcpServers entries (merged over the default notes + everything). */
+  extraServers?: Record<string, unknown>;
+  host?: Record<string, unknown>;
+  workerEnv?: NodeJS.ProcessEnv;
+}
+
+export interface TestSystem {
+  dir: string;
+  apiUrl: string;
+  app: FastifyInstance;
+  client: Client;
+  temporal: TemporalDevServer;
+  model: DemoModelHandle;
+  worker: ManagedProcess;
+  taskQueue: string;
+  notesFile: string;
+  mcpConfigPath: string;
+  workerEnv: NodeJS.ProcessEnv;
+  startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
+  stop(): Promise<void>;
+}
+
+export function defaultHostConfig(overrides: Record<string, unknown> = {}) {
+  return HostConfigSchema.parse({
+    systemPrompt: 'You are a test assistant.',
+    maxSteps: 6,
+    llmRetry: { maximumAttempts: 3, initialIntervalMs: 100, maximumIntervalMs: 500 },
+    mcpRetry: { maximumAttempts: 3, initialIntervalMs: 100, maximumIntervalMs: 500 },
+    ...overrides,
+  });
+}
+
+/** The whole system on real parts: Temporal dev server, worker process, demo model, API over HTTP. */
+export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem> {
+  requireBuild();
+  const dir = mkdtempSync(path.join(tmpdir(), 'dmh-e2e-'));
+  const cleanups: Array<() => Promise<void>> = [];
+  try {
+    const temporal = await startTemporal(dir);
+    cleanups.push(() => temporal.proc.stop());
+    const client = await connectClient(temporal.address);
+    cleanups.push(() => client.connection.close());
+
+    const rules = opts.rules ?? (JSON.parse((await import('node:fs')).readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules);
+    const model = await startDemoModel({ rules });
+    cleanups.push(() => model.close());
+
+    const notesFile = path.join(dir, 'notes.json');
+    const mcpConfigPath = path.join(dir, 'mcp.json');
+    writeFileSync(
+      mcpConfigPath,
+      JSON.stringify(
+        {
+          mcpServers: {
+            notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', notesFile] },
+            everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
+            ...opts.extraServers,
+          },
+        },
+        null,
+        2,
+      ),
+    );
+
+    const taskQueue = `e2e-${path.basename(dir)}`;
+    const workerEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: temporal.address,
+      TASK_QUEUE: taskQueue,
+      MCP_CONFIG: mcpConfigPath,
+      LLM_BASE_URL: model.url,
+      LLM_MODEL: 'demo-model',
+      LOG_LEVEL: 'warn',
+      ...opts.workerEnv,
+    };
+    const workers: ManagedProcess[] = [];
+    const startWorker = async (env: NodeJS.ProcessEnv = {}) => {
+      const { proc } = await spawnManaged('worker', process.execPath, [path.join(DIST, 'src/worker.js')], {
+        env: { ...workerEnv, ...env },
+        cwd: ROOT,
+        readyLine: /^WORKER_READY$/,
+        readyTimeoutMs: 60_000,
+      });
+      workers.push(proc);
+      return proc;
+    };
+    cleanups.push(async () => {
+      for (const w of workers) await w.stop();
+    });
+    const worker = await startWorker();
+
+    const app = buildApp({
+      gateway: createTemporalGateway({
+        client,
+        taskQueue,
+        turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
+        catalogCacheMs: 0,
+        catalogTimeoutMs: 10_000,
+      }),
+      maxMessageChars: 4_000,
+      ssePollMs: 25,
+    });
+    const apiUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => app.close());
+
+    const system: TestSystem = {
+      dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker,
+      async stop() {
+        for (const c of cleanups.reverse()) await c().catch(() => undefined);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+    return system;
+  } catch (err) {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
