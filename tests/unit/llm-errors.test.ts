@@ -1,0 +1,53 @@
+import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import { classifyLlmError, redact } from '../../src/llm/errors';
+
+const headers = (h: Record<string, string>) => new Headers(h);
+
+test.each([
+  [408, true],
+  [409, true],
+  [429, true],
+  [500, true],
+  [502, true],
+  [503, true],
+  [400, false],
+  [401, false],
+  [403, false],
+  [404, false],
+  [422, false],
+])('HTTP %i → retryable %s', (status, retryable) => {
+  const err = APIError.generate(status, { error: { message: `status ${status}` } }, undefined, headers({}));
+  const c = classifyLlmError(err);
+  expect(c.retryable).toBe(retryable);
+  expect(c.status).toBe(status);
+  expect(c.message).toBe(`HTTP ${status}: status ${status}`);
+});
+
+test('retry-after (seconds, ms, date) is honoured and capped', () => {
+  const s = classifyLlmError(APIError.generate(429, { error: { message: 'slow down' } }, undefined, headers({ 'retry-after': '3' })));
+  expect(s.retryAfterMs).toBe(3000);
+  const ms = classifyLlmError(APIError.generate(503, {}, undefined, headers({ 'retry-after-ms': '250' })));
+  expect(ms.retryAfterMs).toBe(250);
+  const huge = classifyLlmError(APIError.generate(429, {}, undefined, headers({ 'retry-after': '99999' })));
+  expect(huge.retryAfterMs).toBe(60_000);
+  const date = classifyLlmError(
+    APIError.generate(429, {}, undefined, headers({ 'retry-after': new Date(Date.now() + 5_000).toUTCString() })),
+  );
+  expect(date.retryAfterMs).toBeGreaterThan(3_000);
+  expect(date.retryAfterMs).toBeLessThanOrEqual(5_000);
+  // A final error gets no retry hint even if the server sent one.
+  expect(classifyLlmError(APIError.generate(400, {}, undefined, headers({ 'retry-after': '3' }))).retryAfterMs).toBeUndefined();
+});
+
+test('network errors and timeouts are retryable', () => {
+  expect(classifyLlmError(new APIConnectionError({ message: 'ECONNREFUSED' })).retryable).toBe(true);
+  expect(classifyLlmError(new APIConnectionTimeoutError()).retryable).toBe(true);
+});
+
+test('secrets are scrubbed from messages', () => {
+  const err = APIError.generate(401, { error: { message: 'Incorrect API key provided: sk-test-SECRET-123' } }, undefined, headers({}));
+  const c = classifyLlmError(err, ['sk-test-SECRET-123']);
+  expect(c.message).not.toContain('SECRET');
+  expect(c.message).toContain('[redacted]');
+  expect(redact('a b', [''])).toBe('a b');
+});
