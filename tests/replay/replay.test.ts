@@ -1,0 +1,55 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { bundleWorkflowCode, DeterminismViolationError, Worker } from '@temporalio/worker';
+
+/**
+ * Every committed history must replay against today's workflow code: a failure here means a
+ * workflow change would break turns that are running in production. Capture new histories with
+ * `node dist/tests/tools/capture-histories.js` after a deliberate workflow change.
+ */
+const HISTORIES = path.resolve(__dirname, '..', 'histories');
+const files = readdirSync(HISTORIES).filter((f) => f.endsWith('.json')).sort();
+
+function load(file: string) {
+  const json = JSON.parse(readFileSync(path.join(HISTORIES, file), 'utf8')) as { workflowId: string; history: unknown };
+  return { workflowId: json.workflowId, history: historyFromJSON(json.history) };
+}
+
+test('there are committed histories to replay', () => {
+  expect(files.length).toBeGreaterThanOrEqual(4);
+});
+
+describe('replay against the current workflow code', () => {
+  let bundle: { code: string };
+  beforeAll(async () => {
+    bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });
+  }, 120_000);
+
+  test.each(files)('%s replays deterministically', async (file) => {
+    await Worker.runReplayHistory({ workflowBundle: bundle, replayName: file }, load(file).history, load(file).workflowId);
+  });
+});
+
+describe('negative control: an altered workflow must fail to replay', () => {
+  let bundle: { code: string };
+  beforeAll(async () => {
+    bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('./altered'), logger: quietLogger });
+  }, 120_000);
+
+  test.each(files.filter((f) => f.startsWith('turn-')))('%s is rejected by the altered code', async (file) => {
+    const { history, workflowId } = load(file);
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle, replayName: file }, history, workflowId)).rejects.toBeInstanceOf(
+      DeterminismViolationError,
+    );
+  });
+});
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
