@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError, redact } from '../llm/errors';
 import type { McpContextSource } from '../mcp/context-source';
@@ -107,6 +107,8 @@ export function createActivities(deps: ActivityDeps) {
             },
           });
         } catch (err) {
+          // A cancelled turn is not an LLM failure: report the cancellation as such.
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('LLM call cancelled');
           const failure = classifyLlmError(err, deps.secrets);
           deps.logger.warn(
             { turnId: req.turnId, step: req.step, attempt: ctx.info.attempt, status: failure.status, retryable: failure.retryable },
@@ -156,7 +158,7 @@ export function createActivities(deps: ActivityDeps) {
             { turnId: input.turnId, server: input.server, tool: input.tool, attempt: ctx.info.attempt },
             `tool call failed: ${message}`,
           );
-          if (ctx.cancellationSignal.aborted) throw err;
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
           if (err instanceof Error && err.name === 'McpPermanentError') {
             throw ApplicationFailure.nonRetryable(message, 'McpPermanentError');
           }
