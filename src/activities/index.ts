@@ -118,7 +118,8 @@ export function createActivities(deps: ActivityDeps) {
           throw ApplicationFailure.create({
             message: failure.message,
             type: 'LlmUnavailable',
-            nextRetryDelay: failure.retryAfterMs,
+            // A zero delay would end the retries; no hint means the policy's backoff applies.
+            nextRetryDelay: failure.retryAfterMs ? failure.retryAfterMs : undefined,
           });
         }
       });

@@ -49,7 +49,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const options: FastifyServerOptions = {
     bodyLimit: 1024 * 1024,
     // Turn ids reach ~110 characters (64-character session ids); the default limit is 100.
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
     // Router-level rejections (bad URL encoding, over-long parameters) get the same JSON error shape.
     frameworkErrors: (err, _request, reply) =>
       (reply as unknown as FastifyReply).status(err.statusCode ?? 400).send({

@@ -5,7 +5,7 @@ import { createActivities } from '../../src/activities';
 import { createLlmClient } from '../../src/llm/client';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 import type { McpServerHub } from '../../src/mcp/hub';
-import type { LlmRequest } from '../../src/shared/turn';
+import type { LlmRequest, LlmResponse } from '../../src/shared/turn';
 
 /** The LLM activity with the real openai client against the demo model over HTTP. */
 let model: DemoModelHandle;
@@ -46,7 +46,7 @@ const req = (text: string): LlmRequest => ({
 
 test('streams a text answer and reports usage', async () => {
   const env = new MockActivityEnvironment();
-  const res = await env.run(activities().callLlm, req('long answer'));
+  const res = (await env.run(activities().callLlm, req('long answer'))) as LlmResponse;
   expect(res.text).toBe('word '.repeat(200).trim());
   expect(res.toolCalls).toEqual([]);
   expect(res.finishReason).toBe('stop');
@@ -56,7 +56,7 @@ test('assembles streamed parallel tool calls and heartbeats while streaming', as
   const env = new MockActivityEnvironment();
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
-  const res = await env.run(activities().callLlm, req('use tools'));
+  const res = (await env.run(activities().callLlm, req('use tools'))) as LlmResponse;
   expect(res.text).toBeNull();
   expect(res.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
     ['a__b', { x: 1 }],

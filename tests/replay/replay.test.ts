@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import { bundleWorkflowCode, DeterminismViolationError, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
 
 /**
  * Every committed history must replay against today's workflow code: a failure here means a
