@@ -10,7 +10,17 @@ import { HostConfigSchema, turnOptionsFrom } from '../../src/config';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 
-export const ROOT = path.resolve(__dirname, '..', '..');
+/** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
+export const ROOT = findRoot(__dirname);
+function findRoot(from: string): string {
+  let dir = from;
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${from}`);
+    dir = parent;
+  }
+  return dir;
+}
 export const DIST = path.join(ROOT, 'dist');
 export const EVERYTHING_SERVER = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 export const NOTES_SERVER = path.join(DIST, 'examples/servers/notes-server.js');
