@@ -1,0 +1,374 @@
+/**
+ * The MCP server config file: the `mcpServers` shape users already have from Claude Desktop /
+ * Cursor, plus a few optional fields of ours (`timeouts`, `disabled`, `description`).
+ *
+ * The resolved config holds secrets (env values, headers, possibly tokens in URLs): never log it;
+ * use `describeServer` for anything user- or log-facing.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { z } from 'zod';
+
+export interface McpTimeouts {
+  /** Spawn/HTTP connect plus the `initialize` handshake. */
+  connectMs: number;
+  /** One tools/call, reset by every progress notification. */
+  callMs: number;
+  /** Listing all tools of the server (all pages). */
+  listMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Readonly<McpTimeouts> = Object.freeze({
+  connectMs: 10_000,
+  callMs: 60_000,
+  listMs: 15_000,
+});
+
+// Object type aliases rather than interfaces: aliases are assignable to Record<string, unknown>,
+// which code that walks configs generically (e.g. collecting secrets to scrub) relies on.
+type McpServerConfigBase = {
+  name: string;
+  description?: string;
+  disabled: boolean;
+  timeouts: McpTimeouts;
+};
+
+export type StdioServerConfig = McpServerConfigBase & {
+  kind: 'stdio';
+  command: string;
+  args: string[];
+  /** Only these variables (plus the SDK's minimal safe set) reach the child, never process.env. */
+  env: Record<string, string>;
+  /** Absolute; a relative `cwd` is resolved against the config file's directory. */
+  cwd: string;
+};
+
+export type HttpTransportPreference = 'auto' | 'streamable-http' | 'sse';
+
+export type HttpServerConfig = McpServerConfigBase & {
+  kind: 'http';
+  url: string;
+  headers: Record<string, string>;
+  /** `auto` tries Streamable HTTP first and falls back to legacy HTTP+SSE on an HTTP 4xx. */
+  transport: HttpTransportPreference;
+};
+
+export type McpServerConfig = StdioServerConfig | HttpServerConfig;
+
+export interface McpConfig {
+  /** The file (or label) the config came from, for messages. */
+  source: string;
+  /** Keyed by server name (each entry also carries its `name`), in file order. */
+  mcpServers: Record<string, McpServerConfig>;
+  /** Non-fatal findings, e.g. fields we do not know (other hosts add their own). Secret-free. */
+  warnings: string[];
+}
+
+export class McpConfigError extends Error {
+  override readonly name = 'McpConfigError';
+  constructor(
+    message: string,
+    /** One entry per problem, each `<source>: <field path>: <what is wrong>`. */
+    readonly problems: readonly string[] = [message],
+  ) {
+    super(message);
+  }
+}
+
+export const SERVER_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,32}$/;
+
+// setTimeout silently treats anything above 2^31-1 as 1 ms.
+const MAX_TIMEOUT_MS = 2_147_483_647;
+const timeoutMs = z.number().int().positive().max(MAX_TIMEOUT_MS).optional();
+
+const TimeoutsSchema = z.object({ connectMs: timeoutMs, callMs: timeoutMs, listMs: timeoutMs });
+
+const commonFields = {
+  timeouts: TimeoutsSchema.optional(),
+  disabled: z.boolean().optional(),
+  description: z.string().optional(),
+};
+
+const StdioEntrySchema = z.object({
+  // Claude Code / VS Code style configs carry a `type`; accepted so those files load unchanged.
+  type: z.literal('stdio').optional(),
+  command: z.string().min(1),
+  args: z.array(z.string()).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().min(1).optional(),
+  ...commonFields,
+});
+
+const HttpEntrySchema = z.object({
+  type: z.enum(['http', 'streamable-http', 'sse']).optional(),
+  url: z.string().min(1),
+  headers: z.record(z.string(), z.string()).optional(),
+  transport: z.enum(['auto', 'streamable-http', 'sse']).optional(),
+  ...commonFields,
+});
+
+const KNOWN_KEYS = {
+  stdio: new Set(Object.keys(StdioEntrySchema.shape)),
+  http: new Set(Object.keys(HttpEntrySchema.shape)),
+  timeouts: new Set(Object.keys(TimeoutsSchema.shape)),
+};
+
+type PathPart = PropertyKey;
+
+function formatPath(parts: readonly PathPart[]): string {
+  let out = '';
+  for (const part of parts) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else {
+      const key = String(part);
+      if (/^[A-Za-z0-9_-]+$/.test(key)) out += out === '' ? key : `.${key}`;
+      else out += `[${JSON.stringify(key)}]`;
+    }
+  }
+  return out === '' ? '(root)' : out;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** One zod issue as a short phrase. Never echoes the input value: it may be a secret. */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type': {
+      const expected = issue.expected === 'record' ? 'object' : issue.expected === 'int' ? 'integer' : issue.expected;
+      if (!('input' in issue) || issue.input === undefined) return `expected ${expected} (missing)`;
+      return `expected ${expected}, got ${kindOf(issue.input)}`;
+    }
+    case 'too_small':
+      if (issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
+      return `must be ${issue.inclusive ? '>=' : '>'} ${String(issue.minimum)}`;
+    case 'too_big':
+      return `must be ${issue.inclusive ? '<=' : '<'} ${String(issue.maximum)}`;
+    case 'invalid_value':
+      return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    default:
+      return issue.message;
+  }
+}
+
+const ENV_REF = /\$\{env:([^}]*)\}/g;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+class ProblemList {
+  readonly items: string[] = [];
+  constructor(private readonly source: string) {}
+  add(parts: readonly PathPart[], what: string): void {
+    this.items.push(`${this.source}: ${formatPath(parts)}: ${what}`);
+  }
+}
+
+function resolveEnvRefs(
+  value: string,
+  env: NodeJS.ProcessEnv,
+  where: readonly PathPart[],
+  problems: ProblemList,
+): string {
+  return value.replace(ENV_REF, (_match, name: string) => {
+    if (!ENV_NAME.test(name)) {
+      problems.add(where, `invalid reference \${env:${name}}: expected a variable name`);
+      return '';
+    }
+    const resolved = env[name];
+    if (resolved === undefined) {
+      problems.add(where, `environment variable "${name}" is not set`);
+      return '';
+    }
+    return resolved;
+  });
+}
+
+function resolveRecord(
+  record: Record<string, string> | undefined,
+  env: NodeJS.ProcessEnv,
+  where: readonly PathPart[],
+  problems: ProblemList,
+  resolve: boolean,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(record ?? {})) {
+    out[key] = resolve ? resolveEnvRefs(value, env, [...where, key], problems) : value;
+  }
+  return out;
+}
+
+function warnUnknownKeys(
+  entry: Record<string, unknown>,
+  known: Set<string>,
+  where: readonly PathPart[],
+  warnings: ProblemList,
+): void {
+  for (const key of Object.keys(entry)) {
+    if (!known.has(key)) warnings.add([...where, key], 'unknown field, ignored');
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function resolveTimeouts(t: z.infer<typeof TimeoutsSchema> | undefined): McpTimeouts {
+  return {
+    connectMs: t?.connectMs ?? DEFAULT_TIMEOUTS.connectMs,
+    callMs: t?.callMs ?? DEFAULT_TIMEOUTS.callMs,
+    listMs: t?.listMs ?? DEFAULT_TIMEOUTS.listMs,
+  };
+}
+
+/**
+ * Validates and resolves an already-parsed config document. `baseDir` is what relative `cwd`s are
+ * resolved against (the config file's directory); `source` labels messages.
+ */
+export function parseMcpConfig(
+  json: unknown,
+  env: NodeJS.ProcessEnv,
+  baseDir: string,
+  source = 'mcp config',
+): McpConfig {
+  const problems = new ProblemList(source);
+  const warnings = new ProblemList(source);
+  const fail = (): never => {
+    throw new McpConfigError(problems.items.join('\n'), problems.items);
+  };
+
+  if (!isPlainObject(json)) {
+    problems.add([], `expected a JSON object, got ${kindOf(json)}`);
+    return fail();
+  }
+  const serversRaw = json['mcpServers'];
+  if (!isPlainObject(serversRaw)) {
+    problems.add(['mcpServers'], `expected object${serversRaw === undefined ? ' (missing)' : `, got ${kindOf(serversRaw)}`}`);
+    return fail();
+  }
+
+  const servers: Record<string, McpServerConfig> = {};
+  for (const [name, entry] of Object.entries(serversRaw)) {
+    const at: PathPart[] = ['mcpServers', name];
+    if (!SERVER_NAME_PATTERN.test(name) || name.includes('__')) {
+      problems.add(at, 'invalid server name: use 1-32 characters from [a-zA-Z0-9_-], without "__"');
+      continue;
+    }
+    if (!isPlainObject(entry)) {
+      problems.add(at, `expected object, got ${kindOf(entry)}`);
+      continue;
+    }
+    const hasUrl = 'url' in entry;
+    if (hasUrl && 'command' in entry) {
+      problems.add(at, 'specify either "command" (stdio) or "url" (HTTP), not both');
+      continue;
+    }
+    const schema = hasUrl ? HttpEntrySchema : StdioEntrySchema;
+    const parsed = schema.safeParse(entry, { reportInput: true });
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) problems.add([...at, ...issue.path], describeIssue(issue));
+      continue;
+    }
+    warnUnknownKeys(entry, hasUrl ? KNOWN_KEYS.http : KNOWN_KEYS.stdio, at, warnings);
+    if (isPlainObject(entry['timeouts'])) {
+      warnUnknownKeys(entry['timeouts'], KNOWN_KEYS.timeouts, [...at, 'timeouts'], warnings);
+    }
+
+    const data = parsed.data;
+    const disabled = data.disabled ?? false;
+    // A disabled server is never started, so its secrets need not exist on this machine: users
+    // disable exactly the servers whose credentials they do not have.
+    const resolveRefs = !disabled;
+    const str = (value: string, field: PathPart[]): string =>
+      resolveRefs ? resolveEnvRefs(value, env, [...at, ...field], problems) : value;
+    const base = {
+      name,
+      disabled,
+      timeouts: resolveTimeouts(data.timeouts),
+      ...(data.description !== undefined ? { description: data.description } : {}),
+    };
+
+    if ('url' in data) {
+      const url = str(data.url, ['url']);
+      if (resolveRefs && !isHttpUrl(url)) problems.add([...at, 'url'], 'expected an http:// or https:// URL');
+      const transport: HttpTransportPreference =
+        data.transport ?? (data.type === 'sse' ? 'sse' : data.type === 'streamable-http' ? 'streamable-http' : 'auto');
+      servers[name] = {
+        ...base,
+        kind: 'http',
+        url,
+        headers: resolveRecord(data.headers, env, [...at, 'headers'], problems, resolveRefs),
+        transport,
+      };
+    } else {
+      const cwd = data.cwd === undefined ? baseDir : path.resolve(baseDir, str(data.cwd, ['cwd']));
+      servers[name] = {
+        ...base,
+        kind: 'stdio',
+        command: data.command,
+        args: (data.args ?? []).map((arg, i) => str(arg, ['args', i])),
+        env: resolveRecord(data.env, env, [...at, 'env'], problems, resolveRefs),
+        cwd,
+      };
+    }
+  }
+
+  if (problems.items.length > 0) fail();
+  return { source, mcpServers: servers, warnings: warnings.items };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+/** JSON.parse messages quote the offending text, which may be a secret; keep only the position. */
+function describeJsonError(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  const match = /position (\d+)/.exec(message);
+  if (!match) return 'invalid JSON';
+  const offset = Number(match[1]);
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  return `invalid JSON at line ${line}, column ${column}`;
+}
+
+/** Reads, parses, validates and resolves a config file. Throws `McpConfigError`. */
+export function loadMcpConfig(file: string, env: NodeJS.ProcessEnv): McpConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    throw new McpConfigError(`${file}: cannot read config file (${code})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new McpConfigError(`${file}: ${describeJsonError(text, error)}`);
+  }
+  return parseMcpConfig(json, env, path.dirname(path.resolve(file)), file);
+}
+
+/** A secret-free one-liner: command and argument count, or the URL's origin only. */
+export function describeServer(cfg: McpServerConfig): string {
+  const state = cfg.disabled ? ' (disabled)' : '';
+  if (cfg.kind === 'stdio') {
+    const n = cfg.args.length;
+    return `${cfg.name}: stdio ${cfg.command} with ${n} arg${n === 1 ? '' : 's'}${state}`;
+  }
+  let origin = 'invalid URL';
+  try {
+    origin = new URL(cfg.url).origin;
+  } catch {
+    // Disabled servers keep unresolved `${env:...}` URLs; nothing secret-free to show then.
+  }
+  return `${cfg.name}: ${cfg.transport === 'auto' ? 'http' : cfg.transport} ${origin}${state}`;
+}
