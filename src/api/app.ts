@@ -51,10 +51,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Turn ids reach ~110 characters (64-character session ids); the default limit is 100.
     routerOptions: { maxParamLength: 256 },
     // Router-level rejections (bad URL encoding, over-long parameters) get the same JSON error shape.
-    frameworkErrors: (err, _request, reply) =>
-      (reply as unknown as FastifyReply).status(err.statusCode ?? 400).send({
+    frameworkErrors: (err, _request, reply) => {
+      void (reply as unknown as FastifyReply).status(err.statusCode ?? 400).send({
         error: { code: err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'uri_too_long' : 'bad_url', message: err.message.slice(0, 200) },
-      }),
+      });
+    },
   };
   const app: FastifyInstance = deps.logger
     ? Fastify({ ...options, loggerInstance: deps.logger as unknown as FastifyBaseLogger })

@@ -13,6 +13,8 @@ export async function postMessage(apiUrl: string, sessionId: string, text: strin
   return { status: res.status, body: (await res.json()) as Record<string, unknown> & { turnId: string } };
 }
 
+// Tests read loosely shaped JSON and assert on it; a precise type per route would only restate the assertions.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function getJson(url: string): Promise<{ status: number; body: any }> {
   const res = await fetch(url);
   return { status: res.status, body: await res.json() };

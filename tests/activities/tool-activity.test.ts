@@ -1,0 +1,123 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import pino from 'pino';
+import { createActivities } from '../../src/activities';
+import type { LlmClient } from '../../src/llm/client';
+import { parseMcpConfig } from '../../src/mcp/config';
+import { McpServerHub } from '../../src/mcp/hub';
+import { createArgumentValidator } from '../../src/mcp/validate-args';
+import type { ToolOutcome } from '../../src/shared/tool-types';
+import { NOTES_SERVER, requireBuild } from '../helpers/system';
+
+/** The tool-call activity with the real hub and our notes server over stdio. */
+let dir: string;
+let hub: McpServerHub;
+let acts: ReturnType<typeof createActivities>;
+
+beforeAll(() => {
+  requireBuild();
+  dir = mkdtempSync(path.join(tmpdir(), 'dmh-acts-'));
+  const config = parseMcpConfig(
+    {
+      mcpServers: {
+        notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', path.join(dir, 'notes.json')] },
+        offline: { url: 'http://127.0.0.1:9/mcp' },
+      },
+    },
+    {},
+    dir,
+  );
+  hub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
+  acts = createActivities({
+    hub,
+    llm: {} as LlmClient,
+    validator: createArgumentValidator(),
+    logger: pino({ level: 'silent' }),
+    secrets: [],
+    heartbeatEveryMs: 100,
+  });
+});
+
+afterAll(async () => {
+  await hub.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const input = (tool: string, args: Record<string, unknown>, key = `k-${Math.random()}`) => ({
+  turnId: 'turn-t-1',
+  server: 'notes',
+  tool,
+  llmName: `notes__${tool}`,
+  arguments: args,
+  idempotencyKey: key,
+});
+
+function stored(): { notes: Array<{ text: string }> } {
+  return JSON.parse(readFileSync(path.join(dir, 'notes.json'), 'utf8')) as { notes: Array<{ text: string }> };
+}
+
+test('the idempotency key reaches the server in _meta: a repeated key adds one note', async () => {
+  const env = new MockActivityEnvironment();
+  const first = (await env.run(acts.callTool, input('add_note', { text: 'once' }, 'same-key'))) as ToolOutcome;
+  const again = (await env.run(acts.callTool, input('add_note', { text: 'once' }, 'same-key'))) as ToolOutcome;
+  expect(first.isError).toBe(false);
+  expect(again.text).toBe(first.text);
+  expect(stored().notes.filter((n) => n.text === 'once')).toHaveLength(1);
+});
+
+test('arguments are validated against the inputSchema before the call', async () => {
+  const before = stored().notes.length;
+  const out = (await new MockActivityEnvironment().run(acts.callTool, input('add_note', { text: 7 }))) as ToolOutcome;
+  expect(out.isError).toBe(true);
+  expect(out.text).toMatch(/^Invalid arguments for notes__add_note: .*text/);
+  expect(stored().notes.length).toBe(before);
+});
+
+test('progress notifications become heartbeats', async () => {
+  const env = new MockActivityEnvironment();
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  const out = (await env.run(acts.callTool, input('slow_task', { seconds: 1 }))) as ToolOutcome;
+  expect(out.isError).toBe(false);
+  expect(beats.some((b) => typeof b === 'object' && b !== null && 'progress' in b)).toBe(true);
+});
+
+test('cancelling the activity cancels the MCP request promptly', async () => {
+  const env = new MockActivityEnvironment();
+  const started = Date.now();
+  const p = env.run(acts.callTool, input('slow_task', { seconds: 20 })).catch((e: unknown) => e);
+  setTimeout(() => env.cancel(), 500);
+  expect(await p).toBeInstanceOf(CancelledFailure);
+  expect(Date.now() - started).toBeLessThan(5_000);
+});
+
+test('an unreachable server is a retryable failure, not a tool result', async () => {
+  const err = await new MockActivityEnvironment()
+    .run(acts.callTool, { ...input('anything', {}), server: 'offline', llmName: 'offline__anything' })
+    .catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect((err as ApplicationFailure).nonRetryable).toBe(false);
+  expect((err as ApplicationFailure).type).toBe('McpServerUnavailable');
+});
+
+test('a tool that vanished from a live server is a tool result for the model', async () => {
+  const out = (await new MockActivityEnvironment().run(acts.callTool, input('no_such_tool', {}))) as ToolOutcome;
+  expect(out).toEqual({ isError: true, text: 'Tool no_such_tool no longer exists on server notes.' });
+});
+
+test('context gathering reads resources and reports failures without throwing', async () => {
+  const out = await new MockActivityEnvironment().run(acts.gatherContext, {
+    resources: [
+      { server: 'notes', uri: 'notes://all' },
+      { server: 'offline', uri: 'x://y' },
+    ],
+    prompts: [],
+  });
+  const ctx = out as Awaited<ReturnType<typeof acts.gatherContext>>;
+  expect(ctx.pieces).toHaveLength(1);
+  expect(ctx.pieces[0]?.text).toContain('once');
+  expect(ctx.failures).toEqual([{ server: 'offline', ref: 'x://y', error: expect.any(String) }]);
+});

@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { spawnManaged } from '../../src/cli/processes';
+import { DIST, requireBuild, ROOT } from '../helpers/system';
+
+/** A bad configuration stops the process at start-up with exit code 2 and a message naming the field. */
+let dir: string;
+beforeAll(() => {
+  requireBuild();
+  dir = mkdtempSync(path.join(tmpdir(), 'dmh-cfg-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function run(entry: 'src/worker.js' | 'src/api/main.js', env: NodeJS.ProcessEnv) {
+  const { proc } = await spawnManaged('proc', process.execPath, [path.join(DIST, entry)], {
+    env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', LLM_BASE_URL: 'http://127.0.0.1:9/v1', ...env },
+    cwd: ROOT,
+  });
+  const code = await proc.exited;
+  return { code, output: proc.output() };
+}
+
+function file(name: string, content: string): string {
+  const p = path.join(dir, name);
+  writeFileSync(p, content);
+  return p;
+}
+
+test.each([
+  ['malformed JSON', '{"mcpServers": {', /mcp-bad-json\.json/],
+  ['a wrong field type', JSON.stringify({ mcpServers: { notes: { command: 5 } } }), /mcpServers\.notes\.command/],
+  ['neither command nor url', JSON.stringify({ mcpServers: { notes: { args: [] } } }), /mcpServers\.notes/],
+  ['a bad server name', JSON.stringify({ mcpServers: { 'no spaces': { command: 'node' } } }), /no spaces/],
+  ['a missing ${env:} variable', JSON.stringify({ mcpServers: { notes: { command: 'node', env: { T: '${env:DMH_UNSET_VAR}' } } } }), /DMH_UNSET_VAR/],
+])('worker: MCP config with %s fails fast', async (_name, content, pattern) => {
+  const name = _name === 'malformed JSON' ? 'mcp-bad-json.json' : `mcp-${Math.random().toString(36).slice(2)}.json`;
+  const { code, output } = await run('src/worker.js', { MCP_CONFIG: file(name, content) });
+  expect(code).toBe(2);
+  expect(output).toMatch(pattern);
+  expect(output).not.toMatch(/\n\s+at /);
+});
+
+test('worker: a bad environment variable is named', async () => {
+  const { code, output } = await run('src/worker.js', { LLM_BASE_URL: 'not a url' });
+  expect(code).toBe(2);
+  expect(output).toMatch(/LLM_BASE_URL/);
+});
+
+test('API: a bad host config is named', async () => {
+  const { code, output } = await run('src/api/main.js', { HOST_CONFIG: file('host.json', JSON.stringify({ maxSteps: 0 })) });
+  expect(code).toBe(2);
+  expect(output).toMatch(/host\.json: maxSteps/);
+});
+
+test('API: an unknown host config field is refused', async () => {
+  const { code, output } = await run('src/api/main.js', { HOST_CONFIG: file('host2.json', JSON.stringify({ maxStep: 3 })) });
+  expect(code).toBe(2);
+  expect(output).toMatch(/maxStep/);
+});
