@@ -42,6 +42,17 @@ async function main(): Promise<void> {
       activities: createActivities({ hub, llm, validator: createArgumentValidator(), logger, secrets }),
     });
     logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.mcpServers) }, 'worker started');
+    // Connect to every server now rather than inside the first turn; failures are only reported,
+    // since a server that is down must not keep the worker (and the other servers) from serving.
+    void hub.connectAll().then(
+      (statuses) => {
+        for (const s of statuses) {
+          if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');
+          else logger.info({ server: s.server, state: s.state, tools: s.toolCount }, 'MCP server ready');
+        }
+      },
+      (err: unknown) => logger.warn({ err }, 'connecting MCP servers failed'),
+    );
     // Print a stable marker for scripts and tests that wait for readiness.
     process.stdout.write('WORKER_READY\n');
     await worker.run();

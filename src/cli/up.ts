@@ -34,8 +34,20 @@ async function main(): Promise<void> {
     for (const p of [...procs].reverse()) await p.stop();
     process.exit(code);
   };
-  process.once('SIGINT', () => void stopAll(0));
-  process.once('SIGTERM', () => void stopAll(0));
+  // `on`, not `once`: npm and terminals may deliver a signal twice, and a second default-handled
+  // SIGTERM would kill us mid-shutdown and orphan the children.
+  process.on('SIGINT', () => void stopAll(0));
+  process.on('SIGTERM', () => void stopAll(0));
+  process.on('SIGHUP', () => void stopAll(0));
+  // npm does not forward SIGTERM to its child: if whoever started us goes away, shut down too.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stopAll(0);
+  }, 1_000).unref();
+  // Last resort if we die anyway: no child outlives us.
+  process.on('exit', () => {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  });
   const watch = (p: ManagedProcess) => {
     procs.push(p);
     void p.exited.then((code) => {
