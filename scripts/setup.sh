@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Installs npm packages (from the lock file) when missing or stale, then builds dist/ and the
-# prebuilt workflow bundle. Safe to run every time.
+# Installs npm packages at the versions package-lock.json pins, when missing or stale, then builds
+# dist/ and the prebuilt workflow bundle. Safe to run every time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "Installing npm packages (npm ci) ..." >&2
-  npm ci --no-audit --no-fund --loglevel=error >&2
+stamp=node_modules/.durable-mcp-host-lock.sha256
+want="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "Installing npm packages ..." >&2
+  # `npm ci` is the first choice. Registries that serve only this platform's native binaries make it
+  # refuse the lock (it cannot list the other platforms' optional packages), so fall back to
+  # `npm install --no-save`, which installs the same pinned versions and leaves the lock untouched.
+  if ! npm ci --no-audit --no-fund --loglevel=error >&2 2>/tmp/durable-mcp-host-npm-ci.log; then
+    echo "npm ci refused the lock file (see /tmp/durable-mcp-host-npm-ci.log); installing with npm install --no-save" >&2
+    npm install --no-save --no-audit --no-fund --loglevel=error >&2
+  fi
+  echo "$want" > "$stamp"
 fi
 echo "Building (tsc + workflow bundle) ..." >&2
 rm -rf dist
