@@ -36,6 +36,7 @@
  *
  * Templates, `{{...}}`, in text and in string values:
  *   {{match.N}}            regex capture group N (0 = whole match)
+ *   {{context:URI}}        the text of resource URI as the host put it in a system message
  *   {{user}}               the whole last user message
  *   {{system}}             the first system message, or ""
  *   {{result.N}}           content of the N-th tool message after the last user message
@@ -65,7 +66,8 @@ type Ref =
   | { kind: 'result'; index: number | 'last' }
   | { kind: 'tool'; name: string }
   | { kind: 'user' }
-  | { kind: 'system' };
+  | { kind: 'system' }
+  | { kind: 'context'; uri: string };
 
 type TemplateExpr =
   | { kind: 'ref'; ref: Ref }
@@ -80,6 +82,9 @@ function parseRef(text: string): Ref | undefined {
   if (indexed) {
     const index = Number(indexed[2]);
     return indexed[1] === 'match' ? { kind: 'match', index } : { kind: 'result', index };
+  }
+  if (text.startsWith('context:') && text.length > 'context:'.length) {
+    return { kind: 'context', uri: text.slice('context:'.length) };
   }
   if (text.startsWith('tool:') && text.length > 'tool:'.length) {
     return { kind: 'tool', name: text.slice('tool:'.length) };
@@ -161,6 +166,10 @@ const ScriptSchema = z
     name: z.string().min(1),
     match: z.string().min(1),
     flags: z.string().optional(),
+    /** Only use this script when some system message matches (e.g. a server is unavailable). */
+    systemMatch: z.string().min(1).optional(),
+    /** Only use this script when no system message matches. */
+    systemNotMatch: z.string().min(1).optional(),
     steps: z.array(StepSchema).min(1),
   })
   .superRefine((script, ctx) => {
@@ -313,6 +322,7 @@ interface TurnContext {
   match: RegExpExecArray;
   user: string;
   system: string;
+  systems: string[];
   results: string[];
   byTool: Map<string, string>;
 }
@@ -329,6 +339,12 @@ function resolveRef(ref: Ref, ctx: TurnContext): string | undefined {
       return ref.index === 'last' ? ctx.results[ctx.results.length - 1] : ctx.results[ref.index];
     case 'tool':
       return ctx.byTool.get(ref.name);
+    case 'context': {
+      // The host renders gathered resources as "Resource <uri> from <server>:\n<text>".
+      const prefix = `Resource ${ref.uri} from `;
+      const msg = ctx.systems.find((m) => m.startsWith(prefix));
+      return msg === undefined ? undefined : msg.slice(msg.indexOf('\n') + 1);
+    }
   }
 }
 
@@ -419,7 +435,11 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
   const user = messageText(messages[lastUser]?.content);
   let script: DemoScript | undefined;
   let match: RegExpExecArray | null = null;
+  const systems = messages.filter((m) => m.role === 'system').map((m) => messageText(m.content));
+  const systemHas = (pattern: string) => systems.some((t) => compilePattern(pattern).test(t));
   for (const candidate of rules.scripts) {
+    if (candidate.systemMatch !== undefined && !systemHas(candidate.systemMatch)) continue;
+    if (candidate.systemNotMatch !== undefined && systemHas(candidate.systemNotMatch)) continue;
     match = compilePattern(candidate.match, candidate.flags).exec(user);
     if (match) {
       script = candidate;
@@ -458,8 +478,8 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
     };
   }
 
-  const system = messageText(messages.find((m) => m.role === 'system')?.content);
-  const ctx: TurnContext = { match, user, system, results, byTool };
+  const system = systems[0] ?? '';
+  const ctx: TurnContext = { match, user, system, systems, results, byTool };
   // Hashing only up to the user message keeps ids unique across turns yet stable within a retry.
   const hash = conversationHash(messages.slice(0, lastUser + 1));
   const toolCalls = (spec.toolCalls ?? []).map((call, index): DemoToolCall => ({

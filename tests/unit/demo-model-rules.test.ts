@@ -319,3 +319,35 @@ describe('demo model rules: the example rules file', () => {
     for (const sentence of suggestions) expect(firstStep(sentence).script).not.toBeNull();
   });
 });
+
+describe('context templates and system conditions', () => {
+  const rules = parseDemoRules({
+    scripts: [
+      {
+        name: 'degraded',
+        match: 'pay',
+        systemMatch: 'unavailable.*payments',
+        steps: [{ text: 'payments down; last known: {{context:payments://revenue_summary}}' }],
+      },
+      { name: 'normal', match: 'pay', systemNotMatch: 'unavailable.*payments', steps: [{ text: 'total {{json:context:admin://system_status:students}}' }] },
+    ],
+  });
+
+  test('{{context:URI}} reads a gathered resource; json paths work on it', () => {
+    const out = answer(rules, [
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'system', content: 'Resource admin://system_status from admin:\n{"students":3}' },
+      { role: 'user', content: 'pay' },
+    ]);
+    expect(out).toMatchObject({ ok: true, script: 'normal', text: 'total 3' });
+  });
+
+  test('systemMatch selects the degraded script when a server is reported unavailable', () => {
+    const out = answer(rules, [
+      { role: 'system', content: 'These tool servers are currently unavailable; ...: payments.' },
+      { role: 'system', content: 'Resource payments://revenue_summary from payments:\n{"total":100}' },
+      { role: 'user', content: 'pay' },
+    ]);
+    expect(out).toMatchObject({ ok: true, script: 'degraded', text: 'payments down; last known: {"total":100}' });
+  });
+});
