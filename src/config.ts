@@ -30,6 +30,11 @@ const EnvSchema = z.object({
   SSE_POLL_MS: positiveInt.default(50),
   CATALOG_CACHE_MS: z.coerce.number().int().nonnegative().default(5_000),
   MAX_MESSAGE_CHARS: positiveInt.default(16_000),
+  MCP_BREAKER_THRESHOLD: positiveInt.default(5),
+  MCP_BREAKER_COOLDOWN_MS: positiveInt.default(30_000),
+  RESOURCE_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(30_000),
+  RESOURCE_MAX_STALE_MS: z.coerce.number().int().nonnegative().default(3_600_000),
+  ACTIVITY_HEARTBEAT_MS: positiveInt.default(5_000),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
 });
 export type EnvConfig = z.infer<typeof EnvSchema>;
@@ -49,6 +54,15 @@ export const HostConfigSchema = z
     context: ContextSpecSchema.default({ resources: [], prompts: [] }),
     llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
     mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
+    timeouts: z
+      .object({
+        llmStartToCloseMs: z.number().int().min(1_000).default(120_000),
+        llmHeartbeatMs: z.number().int().min(500).default(30_000),
+        toolStartToCloseMs: z.number().int().min(1_000).default(600_000),
+        toolHeartbeatMs: z.number().int().min(500).default(20_000),
+      })
+      .strict()
+      .default({ llmStartToCloseMs: 120_000, llmHeartbeatMs: 30_000, toolStartToCloseMs: 600_000, toolHeartbeatMs: 20_000 }),
   })
   .strict();
 export type HostConfig = z.infer<typeof HostConfigSchema>;
@@ -85,5 +99,6 @@ export function turnOptionsFrom(host: HostConfig): TurnOptions {
     llmRetry: host.llmRetry,
     mcpRetry: host.mcpRetry,
     maxToolResultChars: host.maxToolResultChars,
+    timeouts: host.timeouts,
   };
 }

@@ -7,6 +7,7 @@ import { createLlmClient } from './llm/client';
 import { createLogger } from './logger';
 import { loadMcpConfig } from './mcp/config';
 import { McpServerHub } from './mcp/hub';
+import { ResilientHub } from './mcp/resilience';
 import { createArgumentValidator } from './mcp/validate-args';
 
 /** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
@@ -19,7 +20,15 @@ async function main(): Promise<void> {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
   }
   const mcpConfig = loadMcpConfig(env.MCP_CONFIG, process.env);
-  const hub = new McpServerHub(mcpConfig, { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' } });
+  const servers = new McpServerHub(mcpConfig, { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' } });
+  const hub = new ResilientHub(
+    servers,
+    {
+      breaker: { failureThreshold: env.MCP_BREAKER_THRESHOLD, cooldownMs: env.MCP_BREAKER_COOLDOWN_MS },
+      cache: { ttlMs: env.RESOURCE_CACHE_TTL_MS, maxStaleMs: env.RESOURCE_MAX_STALE_MS },
+      logger,
+    },
+  );
   const llm = createLlmClient({
     baseUrl: env.LLM_BASE_URL,
     model: env.LLM_MODEL,
@@ -39,12 +48,19 @@ async function main(): Promise<void> {
       namespace: env.TEMPORAL_NAMESPACE,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
-      activities: createActivities({ hub, llm, validator: createArgumentValidator(), logger, secrets }),
+      activities: createActivities({
+        hub,
+        llm,
+        validator: createArgumentValidator(),
+        logger,
+        secrets,
+        heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
+      }),
     });
     logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.mcpServers) }, 'worker started');
     // Connect to every server now rather than inside the first turn; failures are only reported,
     // since a server that is down must not keep the worker (and the other servers) from serving.
-    void hub.connectAll().then(
+    void servers.connectAll().then(
       (statuses) => {
         for (const s of statuses) {
           if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');

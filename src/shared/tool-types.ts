@@ -36,6 +36,14 @@ export const ServerStatusSchema = z.object({
   toolCount: z.number().int().nonnegative(),
   /** Why the server is unavailable; never includes secrets (headers, env values). */
   error: z.string().optional(),
+  /** The worker's circuit breaker for this server: `open` means calls are refused until `retryAt`. */
+  circuit: z
+    .object({
+      state: z.enum(['closed', 'open', 'half_open']),
+      consecutiveFailures: z.number().int().nonnegative(),
+      retryAt: z.string().optional(),
+    })
+    .optional(),
 });
 export type ServerStatus = z.infer<typeof ServerStatusSchema>;
 

@@ -65,6 +65,21 @@ export interface RetryProfile {
   maximumIntervalMs: number;
 }
 
+/** Activity timeouts per failure profile. Heartbeat timeouts bound how fast a dead worker is noticed. */
+export interface ActivityTimeouts {
+  llmStartToCloseMs: number;
+  llmHeartbeatMs: number;
+  toolStartToCloseMs: number;
+  toolHeartbeatMs: number;
+}
+
+export const DEFAULT_ACTIVITY_TIMEOUTS: ActivityTimeouts = {
+  llmStartToCloseMs: 120_000,
+  llmHeartbeatMs: 30_000,
+  toolStartToCloseMs: 600_000,
+  toolHeartbeatMs: 20_000,
+};
+
 export interface TurnOptions {
   /** LLM calls per turn before the host asks the model for a final answer without tools. */
   maxSteps: number;
@@ -74,6 +89,8 @@ export interface TurnOptions {
   mcpRetry: RetryProfile;
   /** Longest tool result text handed to the LLM; longer results are truncated with a marker. */
   maxToolResultChars: number;
+  /** Absent in turns started before timeouts were configurable; defaults apply. */
+  timeouts?: ActivityTimeouts;
 }
 
 export interface TurnInput {

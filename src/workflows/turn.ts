@@ -10,6 +10,7 @@ import type { Activities } from '../activities';
 import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../core/host-loop';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
+import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
 import type {
   ChatMessage,
   RetryProfile,
@@ -49,14 +50,15 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     startToCloseTimeout: '30 seconds',
     retry: { maximumAttempts: 3, initialInterval: '500 milliseconds', maximumInterval: '5 seconds' },
   });
+  const timeouts = options.timeouts ?? DEFAULT_ACTIVITY_TIMEOUTS;
   const llm = proxyActivities<Activities>({
-    startToCloseTimeout: '2 minutes',
-    heartbeatTimeout: '30 seconds',
+    startToCloseTimeout: timeouts.llmStartToCloseMs,
+    heartbeatTimeout: timeouts.llmHeartbeatMs,
     retry: retry(options.llmRetry, ['LlmRequestRejected']),
   });
   const tools = proxyActivities<Activities>({
-    startToCloseTimeout: '10 minutes',
-    heartbeatTimeout: '20 seconds',
+    startToCloseTimeout: timeouts.toolStartToCloseMs,
+    heartbeatTimeout: timeouts.toolHeartbeatMs,
     retry: retry(options.mcpRetry, ['McpPermanentError']),
   });
 

@@ -1,0 +1,190 @@
+import type { Logger } from '../logger';
+import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
+import type { McpContextSource } from './context-source';
+import { McpTransientError } from './hub';
+import type { CallToolRequest, McpHub } from './types';
+
+/**
+ * Seed 000 §9.6–9.7 and seed 004's circuit breaker, in the worker's MCP layer: a server that keeps
+ * failing is left alone for a cool-down (calls fail fast, retries back off in Temporal), and resources
+ * are cached with a TTL, with the last known value kept as a fallback while a server is down.
+ */
+
+export interface BreakerOptions {
+  /** Consecutive transient failures that open the circuit. */
+  failureThreshold: number;
+  /** How long an open circuit refuses calls before one trial call is let through. */
+  cooldownMs: number;
+}
+
+export type CircuitState = 'closed' | 'open' | 'half_open';
+
+interface BreakerEntry {
+  failures: number;
+  openedAt?: number;
+  trialInFlight: boolean;
+}
+
+export class CircuitBreaker {
+  private readonly entries = new Map<string, BreakerEntry>();
+
+  constructor(
+    private readonly opts: BreakerOptions,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private entry(server: string): BreakerEntry {
+    let e = this.entries.get(server);
+    if (!e) {
+      e = { failures: 0, trialInFlight: false };
+      this.entries.set(server, e);
+    }
+    return e;
+  }
+
+  state(server: string): CircuitState {
+    const e = this.entries.get(server);
+    if (!e || e.openedAt === undefined) return 'closed';
+    return this.now() - e.openedAt >= this.opts.cooldownMs ? 'half_open' : 'open';
+  }
+
+  /** Throws a transient error when the circuit refuses the call; otherwise lets it through. */
+  admit(server: string): void {
+    const e = this.entry(server);
+    const state = this.state(server);
+    if (state === 'closed') return;
+    if (state === 'half_open' && !e.trialInFlight) {
+      e.trialInFlight = true;
+      return;
+    }
+    throw new McpTransientError(
+      server,
+      `circuit open after ${e.failures} consecutive failures; next attempt after ${this.retryAt(server)}`,
+    );
+  }
+
+  success(server: string): void {
+    this.entries.set(server, { failures: 0, trialInFlight: false });
+  }
+
+  failure(server: string): void {
+    const e = this.entry(server);
+    e.failures += 1;
+    e.trialInFlight = false;
+    // A failed trial re-opens the circuit for another full cool-down.
+    if (e.failures >= this.opts.failureThreshold) e.openedAt = this.now();
+  }
+
+  retryAt(server: string): string | undefined {
+    const e = this.entries.get(server);
+    return e?.openedAt === undefined ? undefined : new Date(e.openedAt + this.opts.cooldownMs).toISOString();
+  }
+
+  snapshot(server: string): NonNullable<ServerStatus['circuit']> {
+    const state = this.state(server);
+    const retryAt = state === 'open' ? this.retryAt(server) : undefined;
+    return { state, consecutiveFailures: this.entries.get(server)?.failures ?? 0, ...(retryAt ? { retryAt } : {}) };
+  }
+}
+
+export interface ResourceCacheOptions {
+  /** A cached resource younger than this is served without asking the server. */
+  ttlMs: number;
+  /** While a server is down, a cached value up to this old is served, marked as last known. */
+  maxStaleMs: number;
+}
+
+interface CachedResource {
+  text: string;
+  at: number;
+}
+
+const isTransient = (err: unknown) => err instanceof McpTransientError;
+
+export class ResilientHub implements McpHub, McpContextSource {
+  readonly breaker: CircuitBreaker;
+  private readonly cache = new Map<string, CachedResource>();
+
+  constructor(
+    private readonly inner: McpHub & McpContextSource,
+    private readonly opts: { breaker: BreakerOptions; cache: ResourceCacheOptions; logger?: Logger; now?: () => number },
+  ) {
+    this.breaker = new CircuitBreaker(opts.breaker, opts.now);
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  private async guarded<T>(server: string, call: () => Promise<T>): Promise<T> {
+    this.breaker.admit(server);
+    try {
+      const result = await call();
+      this.breaker.success(server);
+      return result;
+    } catch (err) {
+      if (isTransient(err)) {
+        this.breaker.failure(server);
+        if (this.breaker.state(server) === 'open') {
+          this.opts.logger?.warn({ server, circuit: this.breaker.snapshot(server) }, 'MCP circuit open');
+        }
+      } else {
+        // Not the server's health (e.g. cancelled, or the request was refused): release a trial slot.
+        this.breaker.success(server);
+      }
+      throw err;
+    }
+  }
+
+  async catalog(): Promise<Catalog> {
+    const catalog = await this.inner.catalog();
+    const open = new Set<string>();
+    const servers = catalog.servers.map((s): ServerStatus => {
+      const circuit = this.breaker.snapshot(s.server);
+      if (circuit.state !== 'open') return { ...s, circuit };
+      open.add(s.server);
+      return {
+        ...s,
+        state: 'unavailable',
+        circuit,
+        error: `circuit open after ${circuit.consecutiveFailures} consecutive failures; next attempt after ${circuit.retryAt}`,
+      };
+    });
+    // The model is not offered tools of a server whose circuit is open.
+    return { tools: catalog.tools.filter((t) => !open.has(t.server)), servers };
+  }
+
+  async callTool(req: CallToolRequest): Promise<ToolOutcome> {
+    return await this.guarded(req.server, () => this.inner.callTool(req));
+  }
+
+  async readResource(server: string, uri: string, opts?: { signal?: AbortSignal }): Promise<string> {
+    const key = `${server}\u0000${uri}`;
+    const cached = this.cache.get(key);
+    const age = cached ? this.now() - cached.at : Infinity;
+    if (cached && age < this.opts.cache.ttlMs) return cached.text;
+    try {
+      const text = await this.guarded(server, () => this.inner.readResource(server, uri, opts));
+      this.cache.set(key, { text, at: this.now() });
+      return text;
+    } catch (err) {
+      if (cached && isTransient(err) && age < this.opts.cache.maxStaleMs) {
+        const asOf = new Date(cached.at).toISOString();
+        return `${cached.text}\n[last known data from ${asOf}: server ${server} is unavailable now]`;
+      }
+      throw err;
+    }
+  }
+
+  async getPrompt(server: string, name: string, args?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<string> {
+    return await this.guarded(server, () => this.inner.getPrompt(server, name, args, opts));
+  }
+
+  async status(): Promise<ServerStatus[]> {
+    return (await this.inner.status()).map((s) => ({ ...s, circuit: this.breaker.snapshot(s.server) }));
+  }
+
+  async close(): Promise<void> {
+    await this.inner.close();
+  }
+}
