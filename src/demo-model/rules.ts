@@ -37,6 +37,7 @@
  * Templates, `{{...}}`, in text and in string values:
  *   {{match.N}}            regex capture group N (0 = whole match)
  *   {{context:URI}}        the text of resource URI as the host put it in a system message
+ *   (json paths may use `*` to map over an array: {{json:result.0:students.*.email}})
  *   {{user}}               the whole last user message
  *   {{system}}             the first system message, or ""
  *   {{result.N}}           content of the N-th tool message after the last user message
@@ -355,7 +356,19 @@ function jsonPath(text: string, path: readonly string[]): unknown {
   } catch {
     return undefined;
   }
-  for (const key of path) {
+  return walkPath(value, path);
+}
+
+/** `*` maps the rest of the path over an array: `students.*.email` yields every student's email. */
+function walkPath(start: unknown, path: readonly string[]): unknown {
+  let value = start;
+  for (let i = 0; i < path.length; i++) {
+    const key = path[i] as string;
+    if (key === '*' && Array.isArray(value)) {
+      const rest = path.slice(i + 1);
+      const mapped = value.map((v) => walkPath(v, rest));
+      return mapped.some((v) => v === undefined) ? undefined : mapped;
+    }
     if (Array.isArray(value) && /^\d+$/.test(key)) value = value[Number(key)];
     else if (value !== null && typeof value === 'object' && Object.hasOwn(value, key)) {
       value = (value as Record<string, unknown>)[key];

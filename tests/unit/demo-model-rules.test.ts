@@ -351,3 +351,21 @@ describe('context templates and system conditions', () => {
     expect(out).toMatchObject({ ok: true, script: 'degraded', text: 'payments down; last known: {"total":100}' });
   });
 });
+
+test('json paths map over arrays with *', () => {
+  const rules = parseDemoRules({
+    scripts: [
+      {
+        name: 'bulk',
+        match: 'go',
+        steps: [{ toolCalls: [{ name: 'a__b', arguments: {} }] }, { toolCalls: [{ name: 'c__d', arguments: { to: '{{json:result.0:students.*.email}}' } }] }, { text: 'ok' }],
+      },
+    ],
+  });
+  const out = answer(rules, [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'x', function: { name: 'a__b', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'x', content: JSON.stringify({ students: [{ email: 'a@x' }, { email: 'b@x' }] }) },
+  ]);
+  expect(out.ok && JSON.parse(out.toolCalls[0]?.arguments ?? '{}')).toEqual({ to: ['a@x', 'b@x'] });
+});
