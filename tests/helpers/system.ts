@@ -64,6 +64,11 @@ export interface SystemOptions {
   rules?: DemoRules;
   /** Extra mcpServers entries (merged over the default notes + everything). */
   extraServers?: Record<string, unknown>;
+  /** Replaces the default servers entirely; gets the system's temp dir for data files. */
+  servers?: (
+    dir: string,
+    onStop: (fn: () => Promise<void>) => void,
+  ) => Promise<Record<string, unknown>> | Record<string, unknown>;
   host?: Record<string, unknown>;
   workerEnv?: NodeJS.ProcessEnv;
 }
@@ -81,6 +86,8 @@ export interface TestSystem {
   mcpConfigPath: string;
   workerEnv: NodeJS.ProcessEnv;
   startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
+  /** Registers cleanup for something the test started (runs before the system stops). */
+  onStop(fn: () => Promise<void>): void;
   stop(): Promise<void>;
 }
 
@@ -115,11 +122,13 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       mcpConfigPath,
       JSON.stringify(
         {
-          mcpServers: {
-            notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', notesFile] },
-            everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
-            ...opts.extraServers,
-          },
+          mcpServers: opts.servers
+            ? await opts.servers(dir, (fn) => cleanups.push(fn))
+            : {
+                notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', notesFile] },
+                everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
+                ...opts.extraServers,
+              },
         },
         null,
         2,
@@ -169,6 +178,9 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
 
     const system: TestSystem = {
       dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker,
+      onStop(fn) {
+        cleanups.push(fn);
+      },
       async stop() {
         for (const c of cleanups.reverse()) await c().catch(() => undefined);
         rmSync(dir, { recursive: true, force: true });
