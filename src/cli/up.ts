@@ -94,6 +94,22 @@ async function main(): Promise<void> {
       modelNote = `LLM: the scripted DEMO model at ${env.LLM_BASE_URL} (not a real LLM; set LLM_BASE_URL to use one)`;
     }
 
+    // The example payments server speaks Streamable HTTP, so it runs beside the worker, not under it.
+    if (!env.PAYMENTS_SERVER_URL) {
+      const { proc, match } = await spawnManaged(
+        'payments',
+        process.execPath,
+        [
+          path.join(dist, 'examples/servers/school/payments-server.js'),
+          '--http', '--port', String(envPort('PAYMENTS_PORT', 4020)),
+          '--data', path.join(root, '.data', 'school.json'),
+        ],
+        { env, cwd: root, readyLine: /^PAYMENTS_SERVER_URL=(\S+)/, onLine: prefixed('payments') },
+      );
+      watch(proc);
+      env.PAYMENTS_SERVER_URL = match?.[1];
+    }
+
     const worker = await spawnManaged('worker', process.execPath, [path.join(dist, 'src/worker.js')], {
       env,
       cwd: root,
@@ -121,7 +137,7 @@ async function main(): Promise<void> {
         `  ${modelNote}`,
         '',
         'Try:',
-        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H 'content-type: application/json' -d '{"text":"remember that the demo works"}'`,
+        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H 'content-type: application/json' -d '{"text":"Process payment for student Bob\\u0027s invoice"}'`,
         `  curl -N ${apiUrl}/v1/turns/<turnId>/events`,
         '',
         'Press Ctrl-C to stop.',

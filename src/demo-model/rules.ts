@@ -37,6 +37,7 @@
  * Templates, `{{...}}`, in text and in string values:
  *   {{match.N}}            regex capture group N (0 = whole match)
  *   {{context:URI}}        the text of resource URI as the host put it in a system message
+ *   {{error}}              the first tool result of this turn that is an error (see `onToolError`)
  *   (json paths may use `*` to map over an array: {{json:result.0:students.*.email}})
  *   {{user}}               the whole last user message
  *   {{system}}             the first system message, or ""
@@ -68,6 +69,7 @@ type Ref =
   | { kind: 'tool'; name: string }
   | { kind: 'user' }
   | { kind: 'system' }
+  | { kind: 'error' }
   | { kind: 'context'; uri: string };
 
 type TemplateExpr =
@@ -78,6 +80,7 @@ type TemplateExpr =
 function parseRef(text: string): Ref | undefined {
   if (text === 'user') return { kind: 'user' };
   if (text === 'system') return { kind: 'system' };
+  if (text === 'error') return { kind: 'error' };
   if (text === 'result.last') return { kind: 'result', index: 'last' };
   const indexed = /^(match|result)\.(\d+)$/.exec(text);
   if (indexed) {
@@ -171,6 +174,8 @@ const ScriptSchema = z
     systemMatch: z.string().min(1).optional(),
     /** Only use this script when no system message matches. */
     systemNotMatch: z.string().min(1).optional(),
+    /** Answer with this text (templates allowed, `{{error}}` = the first failed result) once a tool fails. */
+    onToolError: z.string().min(1).optional(),
     steps: z.array(StepSchema).min(1),
   })
   .superRefine((script, ctx) => {
@@ -205,6 +210,7 @@ const ScriptSchema = z
         for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
       }
     };
+    if (script.onToolError !== undefined) check(script.onToolError, ['onToolError']);
     script.steps.forEach((step, i) => {
       if (step.text !== undefined) check(step.text, ['steps', i, 'text']);
       step.toolCalls?.forEach((call, j) => {
@@ -340,6 +346,8 @@ function resolveRef(ref: Ref, ctx: TurnContext): string | undefined {
       return ref.index === 'last' ? ctx.results[ctx.results.length - 1] : ctx.results[ref.index];
     case 'tool':
       return ctx.byTool.get(ref.name);
+    case 'error':
+      return ctx.results.find((r) => r.startsWith('Error:'));
     case 'context': {
       // The host renders gathered resources as "Resource <uri> from <server>:\n<text>".
       const prefix = `Resource ${ref.uri} from `;
@@ -480,6 +488,12 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
     if (name !== undefined) byTool.set(name, text);
   }
 
+  const system = systems[0] ?? '';
+  const ctx: TurnContext = { match, user, system, systems, results, byTool };
+  if (script.onToolError !== undefined && results.some((r) => r.startsWith('Error:'))) {
+    return { ok: true, script: script.name, step, text: renderString(script.onToolError, ctx), toolCalls: [], finishReason: 'stop' };
+  }
+
   const spec = script.steps[step];
   if (!spec) {
     return {
@@ -491,8 +505,6 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
     };
   }
 
-  const system = systems[0] ?? '';
-  const ctx: TurnContext = { match, user, system, systems, results, byTool };
   // Hashing only up to the user message keeps ids unique across turns yet stable within a retry.
   const hash = conversationHash(messages.slice(0, lastUser + 1));
   const toolCalls = (spec.toolCalls ?? []).map((call, index): DemoToolCall => ({

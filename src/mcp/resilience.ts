@@ -155,7 +155,15 @@ export class ResilientHub implements McpHub, McpContextSource {
   }
 
   async callTool(req: CallToolRequest): Promise<ToolOutcome> {
-    return await this.guarded(req.server, () => this.inner.callTool(req));
+    const outcome = await this.guarded(req.server, () => this.inner.callTool(req));
+    // A call may have changed what the server's resources say: do not serve them from cache.
+    if (!outcome.isError) this.invalidate(req.server);
+    return outcome;
+  }
+
+  private invalidate(server: string): void {
+    const prefix = `${server}\u0000`;
+    for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
   }
 
   async readResource(server: string, uri: string, opts?: { signal?: AbortSignal }): Promise<string> {

@@ -369,3 +369,15 @@ test('json paths map over arrays with *', () => {
   ]);
   expect(out.ok && JSON.parse(out.toolCalls[0]?.arguments ?? '{}')).toEqual({ to: ['a@x', 'b@x'] });
 });
+
+test('onToolError answers as soon as a tool result is an error', () => {
+  const rules = parseDemoRules({
+    scripts: [{ name: 's', match: 'go', onToolError: 'stopped: {{error}}', steps: [{ toolCalls: [{ name: 'a__b', arguments: {} }] }, { toolCalls: [{ name: 'c__d', arguments: {} }] }, { text: 'all good' }] }],
+  });
+  const out = answer(rules, [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'x', function: { name: 'a__b', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'x', content: 'Error: no unpaid invoice' },
+  ]);
+  expect(out).toMatchObject({ ok: true, text: 'stopped: Error: no unpaid invoice', toolCalls: [] });
+});

@@ -108,3 +108,11 @@ test('while the server is down the last known value is served, marked, until it 
   // Never read: nothing to fall back on.
   await expect(hub.readResource('pay', 'pay://other')).rejects.toThrow();
 });
+
+test('a successful tool call on a server drops its cached resources', async () => {
+  const { inner, hub } = setup();
+  await hub.readResource('pay', 'pay://summary');
+  inner.state.text = 'v2';
+  await hub.callTool(call);
+  expect(await hub.readResource('pay', 'pay://summary')).toBe('v2');
+});
