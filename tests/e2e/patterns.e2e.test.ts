@@ -1,0 +1,105 @@
+import { getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
+import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
+
+/**
+ * Seed 000 §9.3, the five interaction patterns, through the real host: HTTP API → Temporal → worker →
+ * demo model → the school MCP servers (payments over Streamable HTTP, the rest over stdio). Each test
+ * checks the shared store afterwards, not only the reply.
+ */
+let sys: SchoolSystem;
+beforeAll(async () => {
+  sys = await startSchoolSystem();
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+async function turn(text: string, session = 'school') {
+  const post = await postMessage(sys.apiUrl, session, text);
+  expect(post.status).toBe(202);
+  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 90_000 });
+  const state = await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`);
+  return { events, state: state.body as { status: string; text: string; toolCalls: Array<{ name: string; state: string; step: number }> }, turnId: post.body.turnId };
+}
+
+const started = (events: SseEvent[]) => events.filter((e) => e.event === 'tool_call_started').map((e) => e.data.name);
+
+test('pattern 1, simple query: answered from admin resources without a tool call', async () => {
+  const { state, events } = await turn('How many students do we have?');
+  expect(state.status).toBe('completed');
+  expect(state.toolCalls).toEqual([]);
+  expect(started(events)).toEqual([]);
+  const students = sys.store().users.filter((u) => u.tenantId === 'demo' && u.role === 'student').length;
+  expect(state.text).toContain(`We have ${students} students`);
+});
+
+test('pattern 2, single tool: "Add a teacher named Alice Johnson" adds exactly one teacher', async () => {
+  const { state } = await turn('Add a teacher named Alice Johnson');
+  expect(state.status).toBe('completed');
+  expect(state.toolCalls.map((c) => [c.name, c.state])).toEqual([['admin__add_user', 'completed']]);
+  const alice = sys.store().users.filter((u) => u.name === 'Alice Johnson');
+  expect(alice).toHaveLength(1);
+  expect(alice[0]).toMatchObject({ role: 'teacher', tenantId: 'demo' });
+  expect(state.text).toMatch(/Alice Johnson/);
+});
+
+test('pattern 3, multi-server sequence: Bob\'s invoice is paid once, with one transaction and one receipt', async () => {
+  const before = sys.store();
+  const bobId = before.users.find((u) => u.name === 'Bob Brown')?.id;
+  const unpaid = before.invoices.filter((i) => i.userId === bobId && i.status === 'unpaid');
+  expect(unpaid).toHaveLength(1);
+
+  const { state } = await turn("Process payment for student Bob's invoice");
+  expect(state.status).toBe('completed');
+  // Sequential across three servers, then record + receipt in parallel in one step.
+  expect(state.toolCalls.map((c) => [c.step, c.name])).toEqual([
+    [1, 'admin__find_user'],
+    [2, 'admin__get_invoice'],
+    [3, 'payments__process_payment'],
+    [4, 'admin__record_payment'],
+    [4, 'comms__send_bulk'],
+  ]);
+  expect(state.toolCalls.every((c) => c.state === 'completed')).toBe(true);
+
+  const after = sys.store();
+  const invoice = after.invoices.find((i) => i.id === unpaid[0]?.id);
+  expect(invoice?.status).toBe('paid');
+  const txs = after.transactions.filter((t) => t.invoiceId === invoice?.id);
+  expect(txs).toHaveLength(1);
+  expect(invoice?.transactionId).toBe(txs[0]?.id);
+  expect(after.outbox.filter((m) => m.to === 'bob@school.example' && m.subject.includes(invoice?.id ?? '?'))).toHaveLength(1);
+
+  // Asking again charges nothing: the invoice is already paid.
+  const again = await turn("Process payment for student Bob's invoice");
+  expect(again.state.status).toBe('completed');
+  expect(again.state.text).toMatch(/I stopped because a step failed/);
+  expect(sys.store().transactions.filter((t) => t.invoiceId === invoice?.id)).toHaveLength(1);
+});
+
+test('pattern 4, fan-out/fan-in: a status report from context gathered from three servers in parallel', async () => {
+  const { state } = await turn('Give me a full system status report');
+  expect(state.status).toBe('completed');
+  expect(state.text).toMatch(/School: \d+ students/);
+  expect(state.text).toMatch(/"collected"/);
+  expect(state.text).toMatch(/English 101/);
+  // The three resources were read by one activity in one step, concurrently.
+  const llmBody = sys.model.requests().filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.body as { messages: Array<{ content: string }> };
+  const contexts = llmBody.messages.filter((m) => /^Resource \S+ from /.test(m.content ?? '')).map((m) => m.content.split(' ')[1]);
+  expect(contexts).toEqual(['admin://system_status', 'payments://revenue_summary', 'teacher://my_classes']);
+});
+
+test('pattern 5, shared service delegation: homework assigned, every enrolled student emailed once by comms', async () => {
+  const { state } = await turn('Assign homework Essay on Hamlet to English 101 due 2026-12-01');
+  expect(state.status).toBe('completed');
+  expect(state.toolCalls.map((c) => c.name)).toEqual(['teacher__assign_homework', 'comms__send_bulk']);
+  const store = sys.store();
+  const cls = store.classes.find((c) => c.name === 'English 101');
+  expect(store.homework.filter((h) => h.title === 'Essay on Hamlet' && h.classId === cls?.id)).toHaveLength(1);
+  const enrolled = store.enrolments
+    .filter((e) => e.classId === cls?.id)
+    .map((e) => store.users.find((u) => u.id === e.studentId)?.email)
+    .sort();
+  const mailed = store.outbox.filter((m) => m.subject === 'New homework: Essay on Hamlet').map((m) => m.to).sort();
+  expect(enrolled.length).toBeGreaterThan(0);
+  expect(mailed).toEqual(enrolled);
+});

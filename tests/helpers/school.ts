@@ -1,0 +1,86 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { DemoRules } from '../../src/demo-model/rules';
+import { spawnManaged, type ManagedProcess } from '../../src/cli/processes';
+import { readStore } from '../../examples/servers/school/store';
+import { DIST, EXAMPLE_RULES, startSystem, type SystemOptions, type TestSystem } from './system';
+
+export const SCHOOL = (name: string) => path.join(DIST, 'examples/servers/school', `${name}-server.js`);
+
+/** The school context the demo host gathers (examples/host.json), with short timeouts for crash tests. */
+export const SCHOOL_HOST = {
+  context: {
+    resources: [
+      { server: 'admin', uri: 'admin://system_status' },
+      { server: 'payments', uri: 'payments://revenue_summary' },
+      { server: 'teacher', uri: 'teacher://my_classes' },
+    ],
+    prompts: [{ server: 'admin', name: 'admin_persona' }],
+  },
+  maxSteps: 8,
+  timeouts: { llmStartToCloseMs: 30_000, llmHeartbeatMs: 3_000, toolStartToCloseMs: 60_000, toolHeartbeatMs: 3_000 },
+};
+
+export interface SchoolSystem extends TestSystem {
+  dataFile: string;
+  payments: () => ManagedProcess;
+  /** Restarts the payments server on the same port (for outage tests). */
+  stopPayments(): Promise<void>;
+  startPayments(): Promise<void>;
+  store(): ReturnType<typeof readStore>;
+}
+
+export interface SchoolOptions extends Omit<SystemOptions, 'servers'> {
+  /** SCHOOL_TOOL_DELAY_MS for every school server, e.g. "process_payment=3000". */
+  toolDelays?: string;
+  /** Leave the payments server off (outage from the start). */
+  paymentsDown?: boolean;
+}
+
+export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<SchoolSystem> {
+  let payments: ManagedProcess | undefined;
+  let paymentsPort = 0;
+  let dataFile = '';
+  const env = opts.toolDelays ? { SCHOOL_TOOL_DELAY_MS: opts.toolDelays } : {};
+  const startPayments = async () => {
+    const { proc, match } = await spawnManaged(
+      'payments',
+      process.execPath,
+      [SCHOOL('payments'), '--http', '--port', String(paymentsPort), '--data', dataFile],
+      { env: { ...process.env, ...env }, readyLine: /^PAYMENTS_SERVER_URL=http:\/\/127\.0\.0\.1:(\d+)\/mcp/ },
+    );
+    payments = proc;
+    paymentsPort = Number(match?.[1]);
+  };
+  const rules = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
+  const sys = await startSystem({
+    rules,
+    ...opts,
+    host: { ...SCHOOL_HOST, ...opts.host },
+    servers: async (dir, onStop) => {
+      dataFile = path.join(dir, 'school.json');
+      await startPayments();
+      onStop(async () => payments?.stop());
+      if (opts.paymentsDown) await payments?.stop();
+      const stdio = (name: string) => ({ command: process.execPath, args: [SCHOOL(name), '--stdio', '--data', dataFile], env });
+      return {
+        admin: stdio('admin'),
+        payments: { url: `http://127.0.0.1:${paymentsPort}/mcp`, timeouts: { connectMs: 2_000 } },
+        comms: stdio('comms'),
+        student: stdio('student'),
+        teacher: stdio('teacher'),
+      };
+    },
+  });
+  return {
+    ...sys,
+    dataFile,
+    payments: () => payments as ManagedProcess,
+    stopPayments: async () => payments?.stop(),
+    startPayments,
+    store: () => {
+      if (!existsSync(dataFile)) throw new Error(`no school store at ${dataFile}`);
+      return readStore(dataFile);
+    },
+  };
+}
