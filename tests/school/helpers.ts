@@ -1,0 +1,298 @@
+/**
+ * Fixtures for the school servers' tests: a private build of the servers, real server processes
+ * (stdio through the SDK client transport, Streamable HTTP as a child process), and call helpers
+ * that send the `_meta` keys the host sends.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
+import * as lockfile from 'proper-lockfile';
+import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
+
+export const REPO_ROOT = path.resolve(__dirname, '../..');
+const SOURCE_DIR = path.join(REPO_ROOT, 'examples/servers/school');
+
+export type SchoolServerName = 'admin' | 'payments' | 'comms' | 'student' | 'teacher';
+export const SERVER_NAMES: readonly SchoolServerName[] = ['admin', 'payments', 'comms', 'student', 'teacher'];
+
+// ------------------------------------------------------------------ build
+
+/**
+ * Compiles the school servers (and what they import) into a private directory under
+ * node_modules/.cache, so the tests depend neither on a prior `npm run build` nor on the rest of the
+ * tree compiling, and a concurrent `rm -rf dist` cannot pull the files away mid-test. The directory
+ * is named after a hash of the sources: test files running in parallel share one build (under a
+ * lock), and an unchanged tree is not rebuilt.
+ */
+export async function buildSchoolServers(): Promise<Record<SchoolServerName, string>> {
+  const sources = [
+    ...readdirSync(SOURCE_DIR)
+      .filter((f) => f.endsWith('.ts'))
+      .sort()
+      .map((f) => path.join(SOURCE_DIR, f)),
+    path.join(REPO_ROOT, 'src/shared/meta.ts'),
+  ];
+  const hash = createHash('sha256');
+  for (const file of sources) hash.update(file).update(readFileSync(file));
+  const cacheRoot = path.join(REPO_ROOT, 'node_modules/.cache/school-servers');
+  const digest = hash.digest('hex').slice(0, 16);
+  const outDir = path.join(cacheRoot, digest);
+  const scripts = Object.fromEntries(SERVER_NAMES.map((n) => [n, path.join(outDir, `examples/servers/school/${n}-server.js`)])) as Record<
+    SchoolServerName,
+    string
+  >;
+  const marker = path.join(outDir, '.built');
+  if (existsSync(marker)) return scripts;
+
+  mkdirSync(cacheRoot, { recursive: true });
+  const release = await lockfile.lock(path.join(cacheRoot, digest), {
+    realpath: false,
+    lockfilePath: path.join(cacheRoot, `${digest}.lock`),
+    stale: 60_000,
+    retries: { retries: 600, minTimeout: 100, maxTimeout: 250 },
+  });
+  try {
+    if (existsSync(marker)) return scripts;
+    rmSync(outDir, { recursive: true, force: true });
+    const tsc = require.resolve('typescript/bin/tsc', { paths: [REPO_ROOT] });
+    try {
+      execFileSync(
+        process.execPath,
+        [
+          tsc,
+          ...SERVER_NAMES.map((n) => path.join(SOURCE_DIR, `${n}-server.ts`)),
+          '--outDir', outDir,
+          '--rootDir', REPO_ROOT,
+          '--module', 'commonjs',
+          '--moduleResolution', 'node',
+          '--target', 'ES2022',
+          '--esModuleInterop',
+          '--skipLibCheck',
+          '--strict',
+          '--types', 'node',
+          '--sourceMap', 'false',
+        ],
+        { cwd: REPO_ROOT, stdio: 'pipe' },
+      );
+    } catch (error) {
+      const out = error as { stdout?: Buffer; stderr?: Buffer };
+      throw new Error(`compiling the school servers failed:\n${out.stdout?.toString() ?? ''}${out.stderr?.toString() ?? ''}`);
+    }
+    for (const script of Object.values(scripts)) {
+      if (!existsSync(script)) throw new Error(`school server was not built at ${script}`);
+    }
+    writeFileSync(marker, new Date().toISOString());
+    // Builds of older sources are of no further use.
+    for (const entry of readdirSync(cacheRoot)) {
+      if (entry !== digest && !entry.startsWith(`${digest}.`)) rmSync(path.join(cacheRoot, entry), { recursive: true, force: true });
+    }
+    return scripts;
+  } finally {
+    await release();
+  }
+}
+
+// ------------------------------------------------------------------ temp data
+
+export function tempDir(prefix = 'school-test-'): { dir: string; file: (name?: string) => string; remove: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return {
+    dir,
+    file: (name = 'school.json') => path.join(dir, name),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+// ------------------------------------------------------------------ processes
+
+export interface Connected {
+  client: Client;
+  stderr: string[];
+  pid: number;
+  close(): Promise<void>;
+}
+
+function collectLines(into: string[]): (chunk: Buffer) => void {
+  let partial = '';
+  return (chunk) => {
+    partial += chunk.toString();
+    const lines = partial.split('\n');
+    partial = lines.pop() ?? '';
+    into.push(...lines.filter(Boolean));
+  };
+}
+
+/** Spawns `script --stdio --data FILE` through the SDK's stdio client transport and connects. */
+export async function connectStdio(script: string, dataFile: string, env: Record<string, string> = {}): Promise<Connected> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [script, '--stdio', '--data', dataFile],
+    env: { ...getDefaultEnvironment(), ...env },
+    cwd: REPO_ROOT,
+    stderr: 'pipe',
+  });
+  const stderr: string[] = [];
+  transport.stderr?.on('data', collectLines(stderr));
+  const client = new Client({ name: 'school-test', version: '0.0.0' });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    await transport.close().catch(() => undefined);
+    throw new Error(`${path.basename(script)} did not start: ${(error as Error).message}\n${stderr.join('\n')}`);
+  }
+  const pid = transport.pid;
+  if (pid === null) throw new Error('no pid for the stdio server');
+  return {
+    client,
+    stderr,
+    pid,
+    close: async () => {
+      await client.close().catch(() => undefined);
+      await waitForPidExit(pid, 5_000);
+    },
+  };
+}
+
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+export async function waitForPidExit(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!processGone(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      await waitFor(`pid ${pid} to exit`, () => processGone(pid), 5_000);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface HttpServer {
+  child: ChildProcess;
+  url: string;
+  stderr: string[];
+  stop(): Promise<void>;
+}
+
+function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+/** Starts `script --http --port 0 --data FILE` and waits for its `<NAME>_SERVER_URL=` line. */
+export function startHttpServer(script: string, urlVariable: string, dataFile: string, env: Record<string, string> = {}): Promise<HttpServer> {
+  const child = spawn(process.execPath, [script, '--http', '--port', '0', '--data', dataFile], {
+    cwd: REPO_ROOT,
+    env: { ...getDefaultEnvironment(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stderr: string[] = [];
+  child.stderr?.on('data', collectLines(stderr));
+  const stop = async (): Promise<void> => {
+    child.kill('SIGTERM');
+    if (!(await waitForExit(child, 5_000))) {
+      child.kill('SIGKILL');
+      await waitForExit(child, 5_000);
+    }
+  };
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${path.basename(script)} (http) did not start: ${stderr.join('\n')}`));
+    }, 30_000);
+    const pattern = new RegExp(`${urlVariable}=(\\S+)`);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = pattern.exec(out);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1], stderr, stop });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${path.basename(script)} (http) exited with ${code}: ${stderr.join('\n')}`));
+    });
+  });
+}
+
+export async function connectHttp(url: string): Promise<Client> {
+  const client = new Client({ name: 'school-test', version: '0.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+// ------------------------------------------------------------------ calls
+
+export interface UserContext {
+  id?: string;
+  role?: string;
+  tenant?: string;
+  scopes?: string[];
+}
+
+export interface CallOptions {
+  /** The idempotency key; default: a fresh one per call (as the host does per tool call). */
+  key?: string | null;
+  user?: UserContext;
+  onprogress?: (progress: Progress) => void;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export async function callTool(client: Client, name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallToolResult> {
+  const meta: Record<string, unknown> = { [TRACE_META_KEY]: `test-${name}` };
+  const key = opts.key === undefined ? `test/${randomUUID()}` : opts.key;
+  if (key !== null) meta[IDEMPOTENCY_KEY_META_KEY] = key;
+  if (opts.user) meta[USER_CONTEXT_META_KEY] = opts.user;
+  const requestOptions: RequestOptions = { timeout: opts.timeoutMs ?? 30_000 };
+  if (opts.onprogress) requestOptions.onprogress = opts.onprogress;
+  if (opts.signal) requestOptions.signal = opts.signal;
+  return (await client.callTool({ name, arguments: args, _meta: meta }, undefined, requestOptions)) as CallToolResult;
+}
+
+export function textOf(result: CallToolResult): string {
+  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+}
+
+/** The JSON body of a successful result; fails the test with the server's message otherwise. */
+export function bodyOf<T = Record<string, unknown>>(result: CallToolResult): T {
+  if (result.isError) throw new Error(`tool refused: ${textOf(result)}`);
+  return JSON.parse(textOf(result)) as T;
+}
+
+export async function readJsonResource<T = unknown>(client: Client, uri: string, user?: UserContext): Promise<T> {
+  const result = await client.readResource({ uri, ...(user ? { _meta: { [USER_CONTEXT_META_KEY]: user } } : {}) });
+  const first = result.contents[0];
+  if (!first || !('text' in first)) throw new Error(`resource ${uri} has no text`);
+  return JSON.parse(first.text) as T;
+}
+
+export async function waitFor(what: string, predicate: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The shared store in-process: seeding, keeping an existing file, atomic writes, the transaction
+ * contract, and the pure helpers (fuzzy name match, templates, user context).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { matchScore } from '../../examples/servers/school/admin-server';
+import { callerOf, type Extra } from '../../examples/servers/school/common';
+import { renderTemplate } from '../../examples/servers/school/comms-server';
+import { createSeedData, nextInvoiceId, readStore, resolveDataFile, SchoolStore, SEED, type User } from '../../examples/servers/school/store';
+import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
+import { tempDir } from './helpers';
+
+const tmp = tempDir('school-store-');
+afterAll(() => tmp.remove());
+
+test('the seed: tenants, users, classes, invoices; every record carries tenantId', () => {
+  const data = createSeedData();
+  const demoUsers = data.users.filter((u) => u.tenantId === 'demo');
+  expect(demoUsers.map((u) => [u.name, u.role, u.email])).toEqual([
+    ['Ada Admin', 'admin', 'ada@school.example'],
+    ['Tom Teacher', 'teacher', 'tom@school.example'],
+    ['Bob Brown', 'student', 'bob@school.example'],
+    ['Carol Chen', 'student', 'carol@school.example'],
+    ['Dan Diaz', 'student', 'dan@school.example'],
+  ]);
+  expect(data.classes.find((c) => c.name === 'English 101')?.teacherId).toBe(SEED.users.tom);
+  expect(data.enrolments.filter((e) => e.classId === SEED.classes.english101).map((e) => e.studentId)).toEqual([SEED.users.bob, SEED.users.carol, SEED.users.dan]);
+  expect(data.invoices.filter((i) => i.userId === SEED.users.bob)).toEqual([
+    expect.objectContaining({ id: 'INV-1001', amount: 250, currency: 'EUR', status: 'unpaid', description: 'Term 1 tuition' }),
+  ]);
+  expect(data.invoices.filter((i) => i.userId === SEED.users.carol).map((i) => i.status)).toEqual(['paid']);
+  expect(data.users.filter((u) => u.tenantId === 'other').length).toBeGreaterThanOrEqual(2);
+  for (const key of ['users', 'classes', 'enrolments', 'grades', 'timetable', 'homework', 'submissions', 'attendance', 'invoices', 'transactions'] as const) {
+    expect(data[key].length).toBeGreaterThan(0);
+    for (const record of data[key]) expect(['demo', 'other']).toContain(record.tenantId);
+  }
+  expect(data.outbox).toEqual([]);
+  expect(data.idempotency).toEqual({});
+  expect(nextInvoiceId(data.invoices)).toBe('INV-1003');
+});
+
+test('a missing file is seeded on first use; an existing one is kept', async () => {
+  const file = tmp.file('nested/dir/school.json');
+  const store = new SchoolStore(file);
+  expect(existsSync(file)).toBe(false);
+  expect((await store.read()).users.find((u) => u.id === SEED.users.bob)?.name).toBe('Bob Brown');
+  expect(existsSync(file)).toBe(true);
+
+  const custom = createSeedData();
+  custom.users = custom.users.filter((u) => u.id !== SEED.users.dan);
+  writeFileSync(file, JSON.stringify(custom));
+  await new SchoolStore(file).ensure();
+  expect(readStore(file).users.some((u) => u.id === SEED.users.dan)).toBe(false);
+});
+
+test('transactions: parallel writers from two store objects lose nothing; a throwing one writes nothing', async () => {
+  const file = tmp.file('tx.json');
+  const a = new SchoolStore(file);
+  const b = new SchoolStore(file);
+  const now = new Date().toISOString();
+  await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      (i % 2 ? a : b).transact((data) => {
+        const user: User = { id: `u-tx${i}`, tenantId: 'demo', name: `T ${i}`, role: 'student', createdAt: now };
+        data.users.push(user);
+        return { value: user.id, next: data };
+      }),
+    ),
+  );
+  expect(readStore(file).users.filter((u) => u.id.startsWith('u-tx'))).toHaveLength(30);
+
+  const before = readFileSync(file, 'utf8');
+  await expect(
+    a.transact((data) => {
+      data.users.length = 0;
+      throw new Error('boom');
+    }),
+  ).rejects.toThrow('boom');
+  expect(readFileSync(file, 'utf8')).toBe(before);
+  // No temp files or lock directory left behind.
+  expect(readdirSync(tmp.dir).filter((f) => f.startsWith('tx.json'))).toEqual(['tx.json']);
+});
+
+test('a lock left by a killed process is taken over once stale; a live one is waited for', async () => {
+  const file = tmp.file('stale.json');
+  const store = new SchoolStore(file);
+  await store.ensure();
+  // What a holder SIGKILLed mid-transaction leaves behind: the lock directory, no longer refreshed.
+  mkdirSync(`${file}.lock`);
+  const old = new Date(Date.now() - 60_000);
+  utimesSync(`${file}.lock`, old, old);
+  const started = Date.now();
+  await store.transact((data) => ({ value: undefined, next: data }));
+  expect(Date.now() - started).toBeLessThan(5_000);
+  expect(existsSync(`${file}.lock`)).toBe(false);
+
+  // A fresh lock (a live holder in another process) makes the writer wait until it is released.
+  mkdirSync(`${file}.lock`);
+  let done = false;
+  const pending = store.transact((data) => ({ value: undefined, next: data })).then(() => (done = true));
+  await new Promise((r) => setTimeout(r, 300));
+  expect(done).toBe(false);
+  rmSync(`${file}.lock`, { recursive: true });
+  await pending;
+  expect(done).toBe(true);
+});
+
+test('a corrupt file is reported, never overwritten', async () => {
+  const file = tmp.file('corrupt.json');
+  writeFileSync(file, '{ "users": [');
+  const store = new SchoolStore(file);
+  await expect(store.read()).rejects.toThrow(/not valid JSON/);
+  await expect(store.transact(() => ({ value: 1, next: createSeedData() }))).rejects.toThrow(/not valid JSON/);
+  expect(readFileSync(file, 'utf8')).toBe('{ "users": [');
+});
+
+test('resolveDataFile: --data, then SCHOOL_DATA_FILE, then .data/school.json', () => {
+  expect(resolveDataFile('/x/a.json', { SCHOOL_DATA_FILE: '/y/b.json' })).toBe('/x/a.json');
+  expect(resolveDataFile(undefined, { SCHOOL_DATA_FILE: '/y/b.json' })).toBe('/y/b.json');
+  expect(resolveDataFile(undefined, {})).toBe(`${process.cwd()}/.data/school.json`);
+});
+
+test('find_user matching is case-insensitive, partial and typo-tolerant', () => {
+  const users = createSeedData().users.filter((u) => u.tenantId === 'demo');
+  const best = (q: string): string[] =>
+    users
+      .map((u) => ({ u, s: matchScore(q, u) }))
+      .filter((m) => m.s > 0)
+      .sort((x, y) => y.s - x.s)
+      .map((m) => m.u.name);
+  expect(best('bob')).toEqual(['Bob Brown']);
+  expect(best('BOB BROWN')).toEqual(['Bob Brown']);
+  expect(best('carl chen')[0]).toBe('Carol Chen');
+  expect(best('brwon')).toEqual(['Bob Brown']);
+  expect(best('tom@school.example')).toEqual(['Tom Teacher']);
+  expect(best('zebra')).toEqual([]);
+  expect(best('')).toHaveLength(5);
+});
+
+test('templates render and demand their variables', () => {
+  expect(renderTemplate('homework_assigned', { homework_title: 'Essay', due_date: '2026-01-01' })).toEqual({
+    subject: 'New homework: Essay',
+    body: 'Hello,\n\nYour teacher has assigned "Essay" for your class, due 2026-01-01.\n\nGood luck!',
+  });
+  expect(renderTemplate('announcement', { message: 'No school tomorrow' })).toEqual({ subject: 'Announcement', body: 'No school tomorrow' });
+  expect(() => renderTemplate('announcement', {})).toThrow(/message/);
+});
+
+test('callerOf: tenant from the user context, default otherwise, malformed refused', () => {
+  const extra = (meta: Record<string, unknown> | undefined): Extra => ({ _meta: meta }) as unknown as Extra;
+  expect(callerOf(extra(undefined), 'demo')).toEqual({ tenantId: 'demo', scopes: [] });
+  expect(
+    callerOf(
+      extra({
+        [USER_CONTEXT_META_KEY]: { id: 'u-1', role: 'admin', tenant: 'other', scopes: ['admin.read', 3] },
+        [IDEMPOTENCY_KEY_META_KEY]: 'k1',
+        [TRACE_META_KEY]: 'turn-1',
+      }),
+      'demo',
+    ),
+  ).toEqual({ tenantId: 'other', userId: 'u-1', role: 'admin', scopes: ['admin.read'], idempotencyKey: 'k1', traceId: 'turn-1' });
+  expect(callerOf(extra({ [USER_CONTEXT_META_KEY]: { id: 'u-1' } }), 'fallback').tenantId).toBe('fallback');
+  expect(() => callerOf(extra({ [USER_CONTEXT_META_KEY]: 'demo' }), 'demo')).toThrow(/invalid user context/);
+  expect(() => callerOf(extra({ [USER_CONTEXT_META_KEY]: { tenant: 42 } }), 'demo')).toThrow(/invalid user context/);
+});
