@@ -763,7 +763,13 @@ export class McpServerHub implements McpHub, McpContextSource {
       return { slot, tools: [], status: { server, transport: this.transportOf(slot), state: 'disabled', toolCount: 0 } };
     }
     try {
-      const tools = await this.withConnection(slot, undefined, slot.cfg.timeouts.listMs, (conn) => this.listTools(slot, conn));
+      const tools = await this.withConnection(slot, undefined, slot.cfg.timeouts.listMs, async (conn) => {
+        // A cached tool list says nothing about an HTTP server that went away since: ping it, so a
+        // dead server is reported unavailable before the model plans around its tools. (A stdio
+        // child's death closes its transport, which drops the connection already.)
+        if (conn.tools && conn.kind !== 'stdio') await conn.client.ping({ timeout: Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS) });
+        return await this.listTools(slot, conn);
+      });
       return { slot, tools, status: { server, transport: this.transportOf(slot), state: 'connected', toolCount: tools.length } };
     } catch (error) {
       const reason = (
