@@ -8,9 +8,55 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { postMessage, readSse } from '../helpers/http';
-import { EXAMPLE_RULES, ROOT, startSystem } from '../helpers/system';
+import { startSchoolSystem } from '../helpers/school';
+import { EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 const OUT = path.join(ROOT, 'tests', 'histories');
+
+async function save(sys: TestSystem, name: string, workflowId: string): Promise<void> {
+  const history = await sys.client.workflow.getHandle(workflowId).fetchHistory();
+  const file = path.join(OUT, `${name}.json`);
+  writeFileSync(file, `${JSON.stringify({ workflowId, history: JSON.parse(historyToJSON(history)) }, null, 1)}\n`);
+  process.stdout.write(`wrote ${path.relative(ROOT, file)} (${history.events?.length ?? 0} events)\n`);
+}
+
+/** The five seed patterns, and pattern 3 across a worker SIGKILL during process_payment. */
+async function captureSchool(): Promise<void> {
+  const sys = await startSchoolSystem({ toolDelays: 'process_payment=1500' });
+  try {
+    const patterns: Array<[string, string]> = [
+      ['turn-pattern1-simple-query', 'How many students do we have?'],
+      ['turn-pattern2-single-tool', 'Add a teacher named Alice Johnson'],
+      ['turn-pattern3-multi-server', "Process payment for student Bob's invoice"],
+      ['turn-pattern4-fan-out', 'Give me a full system status report'],
+      ['turn-pattern5-delegation', 'Assign homework Essay on Hamlet to English 101 due 2026-12-01'],
+    ];
+    for (const [name, text] of patterns) {
+      const { body } = await postMessage(sys.apiUrl, 'replay', text);
+      await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+      await save(sys, name, body.turnId);
+    }
+    // Bob's invoice is paid now: the crash run gets a fresh system (and store) of its own.
+    await sys.stop();
+    const crash = await startSchoolSystem({ toolDelays: 'process_payment=1500' });
+    try {
+      const { body } = await postMessage(crash.apiUrl, 'replay', "Process payment for student Bob's invoice");
+      await readSse(`${crash.apiUrl}${body.eventsUrl as string}`, {
+        stopAfter: (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment',
+        timeoutMs: 60_000,
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      await crash.worker.kill();
+      await crash.startWorker();
+      await readSse(`${crash.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 120_000 });
+      await save(crash, 'turn-pattern3-worker-crash', body.turnId);
+    } finally {
+      await crash.stop();
+    }
+  } finally {
+    await sys.stop().catch(() => undefined);
+  }
+}
 
 async function main(): Promise<void> {
   const example = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
@@ -53,7 +99,12 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+async function all(): Promise<void> {
+  await main();
+  await captureSchool();
+}
+
+all().catch((err: unknown) => {
   process.stderr.write(`capture-histories: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
   process.exit(1);
 });
