@@ -7,8 +7,10 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
     // light-my-request (fastify.inject) depends on cookie@2, which ships ESM only; jest runs CommonJS.
     '^.+/cookie/dist/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', isolatedModules: true }],
+    // jose ships ESM only too (Node runs it through require(esm); jest cannot).
+    '^.+/node_modules/jose/dist/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', isolatedModules: true }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(light-my-request/node_modules/)?cookie/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(light-my-request/node_modules/)?cookie/|jose/)'],
   // Suites that start real processes (Temporal, MCP servers, the demo model) need room.
   testTimeout: 60_000,
   // Two cores: the heavy suites run one at a time so timings stay sane.

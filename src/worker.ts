@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivities } from './activities';
+import { type AuditSink, createActivities } from './activities';
+import { AuditLog, DEFAULT_REDACTION, loadRedactionRules, redactText } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
 import { createLogger } from './logger';
@@ -36,6 +37,17 @@ async function main(): Promise<void> {
     timeoutMs: env.LLM_TIMEOUT_MS,
   });
   const secrets = [env.LLM_API_KEY, ...collectServerSecrets(mcpConfig)];
+  const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
+  const auditLog = new AuditLog(env.AUDIT_LOG, { redaction });
+  const audit: AuditSink = {
+    append: (e) =>
+      auditLog.append({
+        ...e,
+        args: e.args !== null && typeof e.args === 'object' && !Array.isArray(e.args) ? (e.args as Record<string, unknown>) : undefined,
+        // Free text (tool errors, reasons) can carry personal data too.
+        detail: e.detail === undefined ? undefined : redactText(e.detail, redaction).slice(0, 500),
+      }),
+  };
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   try {
@@ -49,6 +61,7 @@ async function main(): Promise<void> {
       taskQueue: env.TASK_QUEUE,
       ...bundle,
       activities: createActivities({
+        audit,
         hub,
         llm,
         validator: createArgumentValidator(),

@@ -4,7 +4,8 @@ import { classifyLlmError, redact } from '../llm/errors';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import type { ContextPiece } from '../core/host-loop';
-import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY } from '../shared/meta';
+import type { UserContext } from '../core/policy';
+import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import type { ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
 import type { Logger } from '../logger';
@@ -13,7 +14,29 @@ export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
 }
 
+/** What the workflow and activities send to the audit log (the log adds seq, time and the hash chain). */
+export interface AuditRequest {
+  kind: 'tool_call' | 'tool_result' | 'denial' | 'approval_requested' | 'approval_decision';
+  actor: { id: string; role: string; tenant: string };
+  server?: string;
+  tool?: string;
+  args?: unknown;
+  outcome?: 'ok' | 'error' | 'denied' | 'approved' | 'rejected' | 'timed_out';
+  detail?: string;
+  workflowId?: string;
+  runId?: string;
+  activityId?: string;
+  attempt?: number;
+  toolCallId?: string;
+}
+
+export interface AuditSink {
+  append(entry: AuditRequest): Promise<unknown>;
+}
+
 export interface ActivityDeps {
+  /** Append-only audit log; without one, nothing is audited (tests of other concerns). */
+  audit?: AuditSink;
   hub: McpHub & McpContextSource;
   llm: LlmClient;
   validator: ArgumentCheck;
@@ -31,6 +54,9 @@ export interface ToolCallInput {
   llmName: string;
   arguments: Record<string, unknown>;
   idempotencyKey: string;
+  /** The caller, forwarded to the server in `_meta` so it can check a third time. */
+  user?: UserContext;
+  toolCallId?: string;
 }
 
 export interface GatheredContext {
@@ -56,24 +82,29 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   return {
+    async recordAudit(entry: AuditRequest): Promise<void> {
+      await deps.audit?.append(entry);
+    },
+
     async listCatalog(): Promise<Catalog> {
       return await deps.hub.catalog();
     },
 
-    async gatherContext(spec: ContextSpec): Promise<GatheredContext> {
+    async gatherContext(spec: ContextSpec, user?: UserContext): Promise<GatheredContext> {
       const signal = Context.current().cancellationSignal;
+      const meta = user ? userMeta(user) : undefined;
       const jobs: Promise<ContextPiece>[] = [
         ...spec.resources.map(async (r): Promise<ContextPiece> => ({
           kind: 'resource',
           server: r.server,
           ref: r.uri,
-          text: await deps.hub.readResource(r.server, r.uri, { signal }),
+          text: await deps.hub.readResource(r.server, r.uri, { signal, ...(meta ? { meta } : {}) }),
         })),
         ...spec.prompts.map(async (p): Promise<ContextPiece> => ({
           kind: 'prompt',
           server: p.server,
           ref: p.name,
-          text: await deps.hub.getPrompt(p.server, p.name, p.arguments, { signal }),
+          text: await deps.hub.getPrompt(p.server, p.name, p.arguments, { signal, ...(meta ? { meta } : {}) }),
         })),
       ];
       const refs = [
@@ -143,17 +174,42 @@ export function createActivities(deps: ActivityDeps) {
       const check = deps.validator.validate(entry.inputSchema, input.arguments);
       if (!check.ok) return { isError: true, text: `Invalid arguments for ${input.llmName}: ${check.message}` };
 
+      const auditBase = input.user
+        ? {
+            actor: { id: input.user.id, role: input.user.role, tenant: input.user.tenant },
+            server: input.server,
+            tool: input.tool,
+            workflowId: ctx.info.workflowExecution?.workflowId,
+            runId: ctx.info.workflowExecution?.runId,
+            activityId: ctx.info.activityId,
+            attempt: ctx.info.attempt,
+            ...(input.toolCallId ? { toolCallId: input.toolCallId } : {}),
+          }
+        : undefined;
+      // Every attempt is audited: a retried side effect must be visible as such.
+      if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
       return await withHeartbeats(async (beat) => {
         try {
-          return await deps.hub.callTool({
+          const outcome = await deps.hub.callTool({
             server: input.server,
             tool: input.tool,
             arguments: input.arguments,
-            meta: { [IDEMPOTENCY_KEY_META_KEY]: input.idempotencyKey, [TRACE_META_KEY]: input.turnId },
+            meta: {
+              [IDEMPOTENCY_KEY_META_KEY]: input.idempotencyKey,
+              [TRACE_META_KEY]: input.turnId,
+              ...(input.user ? userMeta(input.user, input.turnId) : {}),
+            },
             signal: ctx.cancellationSignal,
             onProgress: (p) => beat(p),
           });
+          if (auditBase) {
+            await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: outcome.isError ? 'error' : 'ok', detail: outcome.text.slice(0, 200) });
+          }
+          return outcome;
         } catch (err) {
+          if (auditBase) {
+            await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: 'error', detail: scrub(errorMessage(err)).slice(0, 200) }).catch(() => undefined);
+          }
           const message = scrub(errorMessage(err));
           deps.logger.warn(
             { turnId: input.turnId, server: input.server, tool: input.tool, attempt: ctx.info.attempt },
@@ -171,6 +227,13 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** The caller as servers see it in `_meta`: identity and scopes, never a token. */
+function userMeta(user: UserContext, traceId?: string): Record<string, unknown> {
+  return {
+    [USER_CONTEXT_META_KEY]: { id: user.id, role: user.role, tenant: user.tenant, scopes: user.scopes, ...(traceId ? { traceId } : {}) },
+  };
+}
 
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { z } from 'zod';
 import type { Logger } from '../logger';
@@ -6,9 +7,24 @@ import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
+import type { UserContext } from '../core/policy';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    user?: UserContext;
+  }
+}
+
+export interface Authenticator {
+  /** Verifies the Authorization header; throws HttpError(401) with a clear reason otherwise. */
+  authenticate(authorization: string | undefined): Promise<UserContext>;
+}
 
 export interface AppDeps {
   gateway: TurnGateway;
+  auth: Authenticator;
+  /** Per-user and per-tenant limits on message submission (requests per minute). */
+  rateLimits?: { userPerMinute: number; tenantPerMinute: number };
   logger?: Logger | false;
   /** Longest accepted message text, in characters. */
   maxMessageChars: number;
@@ -45,7 +61,7 @@ function turnView(state: TurnState) {
   };
 }
 
-export function buildApp(deps: AppDeps): FastifyInstance {
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const options: FastifyServerOptions = {
     bodyLimit: 1024 * 1024,
     // Turn ids reach ~110 characters (64-character session ids); the default limit is 100.
@@ -79,7 +95,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
             ? 'payload_too_large'
             : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
               ? 'unsupported_media_type'
-              : 'bad_request';
+              : status === 429
+                ? 'rate_limited'
+                : 'bad_request';
       return reply.status(status).send({ error: { code, message: err.message } });
     }
     request.log.error({ err }, 'request failed');
@@ -91,7 +109,46 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
 
-  app.post('/v1/sessions/:sessionId/messages', async (request, reply) => {
+  // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
+  app.addHook('onRequest', async (request) => {
+    if (!request.url.startsWith('/v1/') && !request.url.startsWith('/ws')) return;
+    request.user = await deps.auth.authenticate(request.headers.authorization);
+  });
+  const caller = (request: { user?: UserContext }): UserContext => {
+    if (!request.user) throw new HttpError(401, 'missing_token', 'Authentication required');
+    return request.user;
+  };
+  /** A turn as its owner sees it; anyone else (other user or tenant) gets the same 404 as for a missing turn. */
+  const ownTurn = async (request: { user?: UserContext }, turnId: string, afterEventId?: number): Promise<TurnState> => {
+    const user = caller(request);
+    const state = await unavailableOnError(() => deps.gateway.getTurn(turnId, afterEventId));
+    if (!state || !state.owner || state.owner.id !== user.id || state.owner.tenant !== user.tenant) throw notFound(`turn ${turnId}`);
+    return state;
+  };
+
+  // Message submission is what costs (LLM tokens, tool side effects): limited per user and per tenant,
+  // in fixed one-minute windows. A user over budget does not consume the tenant's.
+  const limits = deps.rateLimits ?? { userPerMinute: 60, tenantPerMinute: 600 };
+  const perUser = new RateLimiterMemory({ keyPrefix: 'user', points: limits.userPerMinute, duration: 60 });
+  const perTenant = new RateLimiterMemory({ keyPrefix: 'tenant', points: limits.tenantPerMinute, duration: 60 });
+  const submissionLimits = async (request: { user?: UserContext }, reply: { header(k: string, v: string): unknown }) => {
+    const user = caller(request);
+    for (const [scope, limiter, key] of [
+      ['user', perUser, `${user.tenant}/${user.id}`],
+      ['tenant', perTenant, user.tenant],
+    ] as const) {
+      try {
+        await limiter.consume(key);
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err;
+        const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+        reply.header('retry-after', String(seconds));
+        throw new HttpError(429, 'rate_limited', `Too many messages for this ${scope}: at most ${limiter.points} per minute. Retry in ${seconds} s.`);
+      }
+    }
+  };
+
+  app.post('/v1/sessions/:sessionId/messages', { preHandler: submissionLimits }, async (request, reply) => {
     const { sessionId } = parse(SessionParams, request.params, 'path');
     const contentType = request.headers['content-type'] ?? '';
     if (!/^application\/json\s*(;|$)/i.test(contentType)) {
@@ -105,7 +162,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
         : createHash('sha256').update(parse(IdempotencyKey, key, 'Idempotency-Key header')).digest('hex').slice(0, 24);
     const turnId = makeTurnId(sessionId, requestKey);
-    const { created } = await unavailableOnError(() => deps.gateway.startTurn({ turnId, sessionId, text: body.text }));
+    const user = caller(request);
+    const { created } = await unavailableOnError(() => deps.gateway.startTurn({ turnId, sessionId, text: body.text, user }));
     return reply
       .status(created ? 202 : 200)
       .header('location', `/v1/turns/${turnId}`)
@@ -114,9 +172,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.get('/v1/turns/:turnId', async (request) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
-    const state = await unavailableOnError(() => deps.gateway.getTurn(turnId));
-    if (!state) throw notFound(`turn ${turnId}`);
-    return turnView(state);
+    return turnView(await ownTurn(request, turnId));
   });
 
   app.get('/v1/turns/:turnId/events', async (request, reply) => {
@@ -126,8 +182,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const lastIdHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
     let lastId = lastIdHeader ?? query.after ?? 0;
 
-    const first = await unavailableOnError(() => deps.gateway.getTurn(turnId, lastId));
-    if (!first) throw notFound(`turn ${turnId}`);
+    const first = await ownTurn(request, turnId, lastId);
 
     reply.hijack();
     const res = reply.raw;
@@ -176,6 +231,22 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       clearInterval(keepAlive);
       res.end();
     }
+  });
+
+  const ApprovalBody = z.object({ approve: z.boolean() }).strict();
+  const ApprovalParams = z.object({ turnId: z.string().min(1).max(200), toolCallId: z.string().min(1).max(200) });
+  app.post('/v1/turns/:turnId/approvals/:toolCallId', async (request) => {
+    const { turnId, toolCallId } = parse(ApprovalParams, request.params, 'path');
+    const body = parse(ApprovalBody, request.body, 'body');
+    const user = caller(request);
+    const state = await unavailableOnError(() => deps.gateway.getTurn(turnId));
+    // Same tenant only; whether this caller may decide (owner, or an approver role) is the workflow's call.
+    if (!state || !state.owner || state.owner.tenant !== user.tenant) throw notFound(`turn ${turnId}`);
+    const result = await unavailableOnError(() => deps.gateway.decideApproval(turnId, { toolCallId, approve: body.approve, approver: user }));
+    if (result.kind === 'already_decided') throw new HttpError(409, 'already_decided', `tool call ${toolCallId} was already decided`);
+    // Not pending, or not this caller's to decide: indistinguishable from outside, by design.
+    if (result.kind !== 'decided') throw notFound(`pending approval ${toolCallId} of turn ${turnId}`);
+    return { turnId, toolCallId, decision: result.decision };
   });
 
   app.get('/v1/tools', async () => {

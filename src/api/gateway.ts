@@ -3,25 +3,41 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { sessionOfTurn, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
 import type { TurnInput, TurnOptions, TurnState } from '../shared/turn';
+import type { Policy, UserContext } from '../core/policy';
 import {
+  APPROVAL_ALREADY_DECIDED,
+  APPROVAL_FORBIDDEN,
+  APPROVAL_NOT_PENDING,
+  type ApprovalInput,
+  approveToolCallUpdate,
   CATALOG_WORKFLOW_TYPE,
   SESSION_ID_SEARCH_ATTRIBUTE,
+  TENANT_ID_SEARCH_ATTRIBUTE,
+  USER_ID_SEARCH_ATTRIBUTE,
   TURN_FAILED_ERROR_TYPE,
   TURN_WORKFLOW_TYPE,
   turnStateQuery,
 } from '../workflows/definitions';
 
 export const SessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
+export const UserIdKey = defineSearchAttributeKey(USER_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
+export const TenantIdKey = defineSearchAttributeKey(TENANT_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 
 /** Everything the API needs from Temporal, behind one seam (tests of validation can fake it). */
+export type ApprovalOutcome =
+  | { kind: 'decided'; decision: 'approved' | 'rejected' }
+  | { kind: 'not_pending' | 'already_decided' | 'forbidden' };
+
 export interface TurnGateway {
-  startTurn(args: { turnId: string; sessionId: string; text: string }): Promise<{ created: boolean }>;
+  startTurn(args: { turnId: string; sessionId: string; text: string; user: UserContext }): Promise<{ created: boolean }>;
+  decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** null when no such turn exists. */
   getTurn(turnId: string, afterEventId?: number): Promise<TurnState | null>;
   catalog(): Promise<Catalog>;
@@ -32,6 +48,8 @@ export interface GatewayOptions {
   client: Client;
   taskQueue: string;
   turnOptions: TurnOptions;
+  /** The tool policy handed to every turn (the workflow enforces it). */
+  policy: Policy;
   /** How long a catalog answer is reused; /healthz and /v1/tools must not start a workflow per call. */
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
@@ -70,8 +88,8 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   }
 
   return {
-    async startTurn({ turnId, sessionId, text }) {
-      const input: TurnInput = { turnId, sessionId, userText: text, history: [], options: opts.turnOptions };
+    async startTurn({ turnId, sessionId, text, user }) {
+      const input: TurnInput = { turnId, sessionId, userText: text, user, policy: opts.policy, history: [], options: opts.turnOptions };
       try {
         await client.workflow.start(TURN_WORKFLOW_TYPE, {
           workflowId: turnId,
@@ -79,12 +97,32 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
           args: [input],
           // A repeated Idempotency-Key must find the same turn, even after it closed.
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: [{ key: SessionIdKey, value: sessionId }],
+          typedSearchAttributes: [
+            { key: SessionIdKey, value: sessionId },
+            { key: UserIdKey, value: user.id },
+            { key: TenantIdKey, value: user.tenant },
+          ],
           staticSummary: `Turn of session ${sessionId}: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
         });
         return { created: true };
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return { created: false };
+        throw err;
+      }
+    },
+
+    async decideApproval(turnId, input) {
+      try {
+        const result = await client.workflow.getHandle(turnId).executeUpdate(approveToolCallUpdate, { args: [input] });
+        return { kind: 'decided', decision: result.decision };
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) {
+          const message = err.cause?.message ?? '';
+          if (message.includes(APPROVAL_ALREADY_DECIDED)) return { kind: 'already_decided' };
+          if (message.includes(APPROVAL_FORBIDDEN)) return { kind: 'forbidden' };
+          if (message.includes(APPROVAL_NOT_PENDING)) return { kind: 'not_pending' };
+        }
+        if (err instanceof WorkflowNotFoundError) return { kind: 'not_pending' };
         throw err;
       }
     },
@@ -140,15 +178,17 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
 
 /** Registers the custom search attribute turns carry. Safe to call on every start. */
 export async function ensureSearchAttributes(client: Client, namespace: string): Promise<void> {
-  try {
-    await client.connection.operatorService.addSearchAttributes({
-      namespace,
-      searchAttributes: { [SESSION_ID_SEARCH_ATTRIBUTE]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD },
-    });
-  } catch (err) {
-    const code = (err as { code?: number }).code;
-    // 6 = ALREADY_EXISTS; anything else is worth surfacing.
-    if (code !== 6) throw err;
+  // One at a time: adding a set fails whole when any one of them already exists.
+  for (const name of [SESSION_ID_SEARCH_ATTRIBUTE, USER_ID_SEARCH_ATTRIBUTE, TENANT_ID_SEARCH_ATTRIBUTE]) {
+    try {
+      await client.connection.operatorService.addSearchAttributes({
+        namespace,
+        searchAttributes: { [name]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD },
+      });
+    } catch (err) {
+      // 6 = ALREADY_EXISTS; anything else is worth surfacing.
+      if ((err as { code?: number }).code !== 6) throw err;
+    }
   }
 }
 

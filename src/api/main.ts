@@ -2,24 +2,30 @@ import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadEnvConfig, loadHostConfig, turnOptionsFrom } from '../config';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
+import { createAuthenticator, loadAuthConfig, loadPolicyFile } from './auth';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
 
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
   const env = loadEnvConfig();
   const host = loadHostConfig(env.HOST_CONFIG);
+  const auth = createAuthenticator(loadAuthConfig(process.env));
+  const policy = loadPolicyFile(env.POLICY_FILE);
   const logger = createLogger('api', env.LOG_LEVEL);
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
-  const app = buildApp({
+  const app = await buildApp({
     gateway: createTemporalGateway({
       client,
       taskQueue: env.TASK_QUEUE,
       turnOptions: turnOptionsFrom(host),
+      policy,
       catalogCacheMs: env.CATALOG_CACHE_MS,
     }),
+    auth,
+    rateLimits: { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN },
     logger,
     maxMessageChars: env.MAX_MESSAGE_CHARS,
     ssePollMs: env.SSE_POLL_MS,

@@ -167,6 +167,8 @@ export async function startTemporalDevServer(opts: {
     '--port', String(opts.port),
     '--db-filename', opts.dbFile,
     '--search-attribute', 'SessionId=Keyword',
+    '--search-attribute', 'UserId=Keyword',
+    '--search-attribute', 'TenantId=Keyword',
     '--log-level', 'warn',
     ...(opts.uiPort ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
   ];

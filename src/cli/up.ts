@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
 
@@ -76,6 +77,14 @@ async function main(): Promise<void> {
       uiUrl = temporal.uiUrl ?? uiUrl;
     }
 
+    // Local use signs tokens with a dev secret kept (owner-readable only) under .data/.
+    if (!env.JWT_SECRET && !env.JWT_JWKS_URL) {
+      const file = path.join(root, '.data', 'dev-jwt-secret');
+      mkdirSync(path.dirname(file), { recursive: true });
+      if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+      env.JWT_SECRET = readFileSync(file, 'utf8').trim();
+    }
+
     let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'demo-model'})`;
     if (!env.LLM_BASE_URL) {
       const { proc, match } = await spawnManaged(
@@ -136,9 +145,12 @@ async function main(): Promise<void> {
         `  Temporal UI:  ${uiUrl}`,
         `  ${modelNote}`,
         '',
+        'Every /v1 call needs a token. Mint one for a demo role (admin, teacher, student):',
+        '  TOKEN=$(npm run -s token -- --role admin)',
+        '',
         'Try:',
-        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H 'content-type: application/json' -d '{"text":"Process payment for student Bob\\u0027s invoice"}'`,
-        `  curl -N ${apiUrl}/v1/turns/<turnId>/events`,
+        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"text":"Process payment for student Bob\\u0027s invoice"}'`,
+        `  curl -N -H "authorization: Bearer $TOKEN" ${apiUrl}/v1/turns/<turnId>/events`,
         '',
         'Press Ctrl-C to stop.',
         '',

@@ -28,7 +28,12 @@ export type PlannedCall =
  * Resolves each tool call of one LLM step through the catalog (never by splitting names) and parses
  * its arguments. Problems become rejections that go back to the LLM as tool results.
  */
-export function planToolCalls(calls: readonly LlmToolCall[], tools: readonly CatalogTool[]): PlannedCall[] {
+export function planToolCalls(
+  calls: readonly LlmToolCall[],
+  tools: readonly CatalogTool[],
+  /** The tools the caller may see; an "unknown tool" answer must not reveal the hidden ones. */
+  visible: readonly CatalogTool[] = tools,
+): PlannedCall[] {
   const byName = new Map(tools.map((t) => [t.name, t] as const));
   const seen = new Set<string>();
   return calls.map((call): PlannedCall => {
@@ -38,7 +43,7 @@ export function planToolCalls(calls: readonly LlmToolCall[], tools: readonly Cat
     seen.add(call.id);
     const tool = byName.get(call.name);
     if (!tool) {
-      const names = tools.map((t) => t.name).slice(0, 50).join(', ');
+      const names = visible.map((t) => t.name).slice(0, 50).join(', ');
       return {
         kind: 'reject',
         call,

@@ -1,5 +1,11 @@
 /** Reads the context a turn asks for (resources and prompts), rendered as text for the LLM. */
 export interface McpContextSource {
-  readResource(server: string, uri: string, opts?: { signal?: AbortSignal }): Promise<string>;
-  getPrompt(server: string, name: string, args?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<string>;
+  /** `meta` goes into the request's `_meta` (the caller's context: servers scope what they return). */
+  readResource(server: string, uri: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<string>;
+  getPrompt(
+    server: string,
+    name: string,
+    args?: Record<string, string>,
+    opts?: { signal?: AbortSignal; meta?: Record<string, unknown> },
+  ): Promise<string>;
 }

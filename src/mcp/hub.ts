@@ -361,13 +361,16 @@ export class McpServerHub implements McpHub, McpContextSource {
     return outcome;
   }
 
-  async readResource(server: string, uri: string, opts: { signal?: AbortSignal } = {}): Promise<string> {
+  async readResource(server: string, uri: string, opts: { signal?: AbortSignal; meta?: Record<string, unknown> } = {}): Promise<string> {
     const slot = this.usableSlot(server);
     const timeout = slot.cfg.timeouts.callMs;
     return await this.permanentOnRefusal(
       slot,
       this.withConnection(slot, opts.signal, timeout, async (conn) => {
-        const result = await conn.client.readResource({ uri }, { ...(opts.signal ? { signal: opts.signal } : {}), timeout });
+        const result = await conn.client.readResource(
+          { uri, ...(opts.meta ? { _meta: opts.meta } : {}) },
+          { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+        );
         return result.contents.map((c) => renderResourceContents(c as ContentItem)).join('\n');
       }),
     );
@@ -377,7 +380,7 @@ export class McpServerHub implements McpHub, McpContextSource {
     server: string,
     name: string,
     args?: Record<string, string>,
-    opts: { signal?: AbortSignal } = {},
+    opts: { signal?: AbortSignal; meta?: Record<string, unknown> } = {},
   ): Promise<string> {
     const slot = this.usableSlot(server);
     const timeout = slot.cfg.timeouts.callMs;
@@ -385,7 +388,7 @@ export class McpServerHub implements McpHub, McpContextSource {
       slot,
       this.withConnection(slot, opts.signal, timeout, async (conn) => {
         const result = await conn.client.getPrompt(
-          { name, ...(args ? { arguments: args } : {}) },
+          { name, ...(args ? { arguments: args } : {}), ...(opts.meta ? { _meta: opts.meta } : {}) },
           { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
         );
         return result.messages.map((m) => `${m.role}: ${renderContent([m.content])}`).join('\n\n');

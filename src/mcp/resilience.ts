@@ -166,8 +166,9 @@ export class ResilientHub implements McpHub, McpContextSource {
     for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
   }
 
-  async readResource(server: string, uri: string, opts?: { signal?: AbortSignal }): Promise<string> {
-    const key = `${server}\u0000${uri}`;
+  async readResource(server: string, uri: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<string> {
+    // What a resource says depends on who asks (tenant, user): cache per caller, never across them.
+    const key = `${server}\u0000${uri}\u0000${JSON.stringify(opts?.meta ?? null)}`;
     const cached = this.cache.get(key);
     const age = cached ? this.now() - cached.at : Infinity;
     if (cached && age < this.opts.cache.ttlMs) return cached.text;
@@ -184,7 +185,12 @@ export class ResilientHub implements McpHub, McpContextSource {
     }
   }
 
-  async getPrompt(server: string, name: string, args?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<string> {
+  async getPrompt(
+    server: string,
+    name: string,
+    args?: Record<string, string>,
+    opts?: { signal?: AbortSignal; meta?: Record<string, unknown> },
+  ): Promise<string> {
     return await this.guarded(server, () => this.inner.getPrompt(server, name, args, opts));
   }
 

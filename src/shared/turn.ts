@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Policy, UserContext } from '../core/policy';
 
 /**
  * Types that cross the workflow boundary (workflow input, queries, results). Everything here ends up
@@ -97,6 +98,10 @@ export interface TurnInput {
   turnId: string;
   sessionId: string;
   userText: string;
+  /** Who asked (from the verified JWT; never the token itself). Absent in turns from before auth. */
+  user?: UserContext;
+  /** The tool policy in force when the turn started; checked before every tool call. */
+  policy?: Policy;
   /** Earlier messages of the conversation, oldest first. */
   history: ChatMessage[];
   options: TurnOptions;
@@ -127,6 +132,8 @@ export type TurnEventType =
   | 'tool_call_finished'
   | 'text'
   | 'notice'
+  | 'approval_required'
+  | 'approval_decided'
   | 'done'
   | 'error';
 
@@ -144,9 +151,22 @@ export interface TurnError {
 }
 
 /** The turn as seen from outside: GET /v1/turns/:id, the workflow result, and the progress query. */
+export interface PendingApproval {
+  toolCallId: string;
+  name: string;
+  server: string;
+  tool: string;
+  arguments: unknown;
+  state: 'pending' | 'approved' | 'rejected' | 'timed_out';
+  decidedBy?: string;
+}
+
 export interface TurnState {
   turnId: string;
   sessionId: string;
+  /** The user and tenant the turn belongs to; nobody else may read or steer it. */
+  owner?: { id: string; tenant: string };
+  approvals?: PendingApproval[];
   status: TurnStatus;
   text?: string;
   toolCalls: ToolCallRecord[];

@@ -1,18 +1,21 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  condition,
   log,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities, AuditRequest } from '../activities';
 import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../core/host-loop';
+import { canApprove, decideTool, filterCatalog } from '../core/policy';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
 import type {
   ChatMessage,
+  PendingApproval,
   RetryProfile,
   ToolCallRecord,
   TurnError,
@@ -21,7 +24,14 @@ import type {
   TurnInput,
   TurnState,
 } from '../shared/turn';
-import { TURN_FAILED_ERROR_TYPE, turnStateQuery } from './definitions';
+import {
+  APPROVAL_ALREADY_DECIDED,
+  APPROVAL_FORBIDDEN,
+  APPROVAL_NOT_PENDING,
+  approveToolCallUpdate,
+  TURN_FAILED_ERROR_TYPE,
+  turnStateQuery,
+} from './definitions';
 
 /** How much of a tool result the turn record keeps (the LLM gets up to maxToolResultChars). */
 const RECORD_RESULT_CHARS = 2_000;
@@ -62,9 +72,18 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     retry: retry(options.mcpRetry, ['McpPermanentError']),
   });
 
+  // Audit appends must not be lost, but they are cheap and idempotent enough to retry freely.
+  const audit = proxyActivities<Activities>({
+    startToCloseTimeout: '15 seconds',
+    retry: { maximumAttempts: 10, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+  });
+  const user = input.user;
+  const policy = input.policy;
+
   const state: TurnState = {
     turnId: input.turnId,
     sessionId: input.sessionId,
+    ...(user ? { owner: { id: user.id, tenant: user.tenant } } : {}),
     status: 'running',
     toolCalls: [],
     events: [],
@@ -78,6 +97,29 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     ...state,
     events: afterEventId ? state.events.filter((e) => e.id > afterEventId) : state.events,
   }));
+
+  // Durable human approval: a decision arrives as an update; the wait is a durable timer, so it
+  // survives worker restarts. The validator refuses unknown, decided or unauthorized decisions
+  // before anything is written to history.
+  const decisions = new Map<string, { approve: boolean; by: string }>();
+  const approvals: PendingApproval[] = [];
+  setHandler(
+    approveToolCallUpdate,
+    ({ toolCallId, approve, approver }) => {
+      decisions.set(toolCallId, { approve, by: approver.id });
+      return { toolCallId, decision: approve ? ('approved' as const) : ('rejected' as const) };
+    },
+    {
+      validator: ({ toolCallId, approver }) => {
+        const pending = approvals.find((a) => a.toolCallId === toolCallId);
+        if (!pending) throw new Error(APPROVAL_NOT_PENDING);
+        if (pending.state !== 'pending' || decisions.has(toolCallId)) throw new Error(APPROVAL_ALREADY_DECIDED);
+        if (!user || !policy || approver.tenant !== user.tenant || !canApprove(policy, approver, user.id)) {
+          throw new Error(APPROVAL_FORBIDDEN);
+        }
+      },
+    },
+  );
 
   const fail = (error: TurnError): never => {
     state.status = 'failed';
@@ -101,7 +143,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       },
     ),
     options.context.resources.length + options.context.prompts.length > 0
-      ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context])
+      ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context, user])
       : Promise.resolve({ pieces: [], failures: [] }),
   ]);
   for (const f of context.failures) {
@@ -112,7 +154,9 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
   }
 
-  const llmTools = toLlmTools(catalog.tools);
+  // The model only ever sees the tools the caller may use.
+  const visibleTools = user && policy ? filterCatalog(policy, user, catalog.tools) : catalog.tools;
+  const llmTools = toLlmTools(visibleTools);
   const messages: ChatMessage[] = buildInitialMessages({
     systemPrompt: options.systemPrompt,
     context: context.pieces,
@@ -145,7 +189,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     }
 
     messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
-    const planned = planToolCalls(response.toolCalls, catalog.tools);
+    const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
     emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
     // Independent calls of one step run in parallel; results go back in the model's order.
     const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
@@ -162,6 +206,46 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   emit('done', { status: 'completed' });
   return state;
 
+  async function recordAudit(entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>): Promise<void> {
+    if (!user) return;
+    await audit.recordAudit.executeWithOptions({ summary: `audit: ${entry.kind} ${entry.server ?? ''}/${entry.tool ?? ''}` }, [
+      { ...entry, actor: { id: user.id, role: user.role, tenant: user.tenant }, workflowId: wf.workflowId, runId: wf.runId },
+    ]);
+  }
+
+  /** Pauses this call until the owner (or an approver) decides, or the policy's timeout denies it. */
+  async function approved(p: Extract<PlannedCall, { kind: 'call' }>, step: number): Promise<boolean> {
+    const pending: PendingApproval = {
+      toolCallId: p.call.id,
+      name: p.tool.name,
+      server: p.tool.server,
+      tool: p.tool.tool,
+      arguments: p.arguments,
+      state: 'pending',
+    };
+    approvals.push(pending);
+    state.approvals = approvals;
+    state.status = 'awaiting_approval';
+    emit('approval_required', { toolCallId: p.call.id, name: p.tool.name, server: p.tool.server, tool: p.tool.tool, arguments: p.arguments, step });
+    await recordAudit({ kind: 'approval_requested', server: p.tool.server, tool: p.tool.tool, args: p.arguments, toolCallId: p.call.id });
+    const timeoutMs = policy?.approval?.timeoutMs ?? 300_000;
+    const decided = await condition(() => decisions.has(p.call.id), timeoutMs);
+    const d = decisions.get(p.call.id);
+    pending.state = !decided || !d ? 'timed_out' : d.approve ? 'approved' : 'rejected';
+    if (d) pending.decidedBy = d.by;
+    if (!approvals.some((a) => a.state === 'pending')) state.status = 'running';
+    emit('approval_decided', { toolCallId: p.call.id, decision: pending.state, ...(d ? { by: d.by } : {}) });
+    await recordAudit({
+      kind: 'approval_decision',
+      server: p.tool.server,
+      tool: p.tool.tool,
+      toolCallId: p.call.id,
+      outcome: pending.state === 'approved' ? 'approved' : pending.state === 'rejected' ? 'rejected' : 'timed_out',
+      ...(d ? { detail: `decided by ${d.by}` } : {}),
+    });
+    return pending.state === 'approved';
+  }
+
   async function runToolCall(p: PlannedCall, step: number): Promise<ToolOutcome> {
     const record: ToolCallRecord = {
       id: p.call.id,
@@ -177,8 +261,20 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     emit('tool_call_started', { toolCallId: record.id, name: record.name, server: record.server, tool: record.tool, arguments: record.arguments });
 
     let outcome: ToolOutcome;
+    // Checked again here, whatever the model was shown: a prompt-injected model asking for a hidden
+    // or forbidden tool gets a denial as its tool result, and the denial is audited.
+    const decision = p.kind === 'call' && user && policy ? decideTool(policy, user, p.tool.server, p.tool.tool) : undefined;
     if (p.kind === 'reject') {
       outcome = { isError: true, text: p.reason };
+    } else if (decision && !decision.allowed) {
+      outcome = { isError: true, text: `Denied by policy: ${decision.reason}` };
+      await recordAudit({ kind: 'denial', server: p.tool.server, tool: p.tool.tool, args: p.arguments, outcome: 'denied', detail: decision.reason, toolCallId: p.call.id });
+    } else if (decision?.needsApproval && !(await approved(p, step))) {
+      const a = approvals.find((x) => x.toolCallId === p.call.id);
+      outcome = {
+        isError: true,
+        text: a?.state === 'timed_out' ? 'The user did not approve this action in time; it was not performed.' : 'The user rejected this action; it was not performed.',
+      };
     } else {
       try {
         outcome = await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
@@ -189,6 +285,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
             llmName: p.tool.name,
             arguments: p.arguments,
             idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
+            ...(user ? { user } : {}),
+            toolCallId: p.call.id,
           },
         ]);
       } catch (err) {

@@ -1,22 +1,29 @@
-import { buildApp } from '../../src/api/app';
-import type { TurnGateway } from '../../src/api/gateway';
+import type { InjectOptions } from 'fastify';
+import { buildApp, type Authenticator } from '../../src/api/app';
+import { HttpError } from '../../src/api/errors';
+import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
+import type { UserContext } from '../../src/core/policy';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnState } from '../../src/shared/turn';
 
 /** A gateway over in-memory turns: the API's validation and framing, without Temporal. */
-function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: string[]; down: boolean } {
+function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: string[]; down: boolean; approvals: ApprovalOutcome[] } {
   const turns = new Map<string, TurnState>();
   const started: string[] = [];
   const g = {
     turns,
     started,
     down: false,
-    async startTurn({ turnId, sessionId }: { turnId: string; sessionId: string; text: string }) {
+    approvals: [] as ApprovalOutcome[],
+    async decideApproval(): Promise<ApprovalOutcome> {
+      return g.approvals.shift() ?? { kind: 'not_pending' };
+    },
+    async startTurn({ turnId, sessionId, user }: { turnId: string; sessionId: string; text: string; user: UserContext }) {
       if (g.down) throw new Error('connect ECONNREFUSED 127.0.0.1:7233');
       if (turns.has(turnId)) return { created: false };
       started.push(turnId);
       turns.set(turnId, {
-        turnId, sessionId, status: 'completed', text: 'hi', toolCalls: [], steps: 1,
+        turnId, sessionId, owner: { id: user.id, tenant: user.tenant }, status: 'completed', text: 'hi', toolCalls: [], steps: 1,
         events: [1, 2, 3].map((id) => ({ id, type: id === 3 ? 'done' : 'status', at: 'now', data: { n: id } })),
       });
       return { created: true };
@@ -36,17 +43,31 @@ function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: 
   return g;
 }
 
-function setup() {
+/** "Bearer <user>@<tenant>" stands for a verified token here; the JWT checks have their own tests. */
+const fakeAuth: Authenticator = {
+  async authenticate(header) {
+    const m = /^Bearer ([a-z]+)@([a-z]+)$/.exec(header ?? '');
+    if (!m) throw new HttpError(401, 'missing_token', 'Authentication required');
+    return { id: m[1] as string, role: 'teacher', tenant: m[2] as string, scopes: [] };
+  },
+};
+const ALICE = { authorization: 'Bearer alice@demo' };
+const MALLORY = { authorization: 'Bearer mallory@demo' };
+const EVE = { authorization: 'Bearer eve@other' };
+
+async function setup(rateLimits = { userPerMinute: 1_000, tenantPerMinute: 1_000 }) {
   const gateway = fakeGateway();
-  const app = buildApp({ gateway, maxMessageChars: 100, ssePollMs: 5 });
-  return { app, gateway };
+  const app = await buildApp({ gateway, auth: fakeAuth, rateLimits, maxMessageChars: 100, ssePollMs: 5 });
+  // Requests act as alice unless a test says otherwise.
+  const asAlice = (opts: InjectOptions) => app.inject({ ...opts, headers: { ...ALICE, ...opts.headers } });
+  return { app: { inject: asAlice }, gateway };
 }
 
-const post = (app: ReturnType<typeof setup>['app'], url: string, payload: unknown, headers: Record<string, string> = {}) =>
+const post = (app: Awaited<ReturnType<typeof setup>>['app'], url: string, payload: unknown, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url, payload: typeof payload === 'string' ? payload : JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } });
 
 test('POST a message → 202 with turn id and urls', async () => {
-  const { app } = setup();
+  const { app } = await setup();
   const res = await post(app, '/v1/sessions/s1/messages', { text: 'hello' });
   expect(res.statusCode).toBe(202);
   const body = res.json();
@@ -63,7 +84,7 @@ test.each([
   ['too long', { text: 'x'.repeat(101) }, 400, 'invalid_request'],
   ['array body', [1, 2], 400, 'invalid_request'],
 ])('malformed body (%s) → %i %s, JSON error, no stack', async (_name, payload, status, code) => {
-  const { app, gateway } = setup();
+  const { app, gateway } = await setup();
   const res = await post(app, '/v1/sessions/s1/messages', payload);
   expect(res.statusCode).toBe(status);
   expect(res.json().error.code).toBe(code);
@@ -72,7 +93,7 @@ test.each([
 });
 
 test('bad session id, wrong content type and oversized bodies are 4xx', async () => {
-  const { app } = setup();
+  const { app } = await setup();
   expect((await post(app, '/v1/sessions/bad%20id/messages', { text: 'x' })).statusCode).toBe(400);
   const text = await app.inject({ method: 'POST', url: '/v1/sessions/s/messages', payload: 'hi', headers: { 'content-type': 'text/plain' } });
   expect(text.statusCode).toBe(415);
@@ -83,7 +104,7 @@ test('bad session id, wrong content type and oversized bodies are 4xx', async ()
 });
 
 test('Idempotency-Key returns the same turn', async () => {
-  const { app, gateway } = setup();
+  const { app, gateway } = await setup();
   const a = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1' });
   const b = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1' });
   expect(a.statusCode).toBe(202);
@@ -95,7 +116,7 @@ test('Idempotency-Key returns the same turn', async () => {
 });
 
 test('unknown turn → 404 on state and events; unknown route → 404 JSON', async () => {
-  const { app } = setup();
+  const { app } = await setup();
   for (const url of ['/v1/turns/turn-s1-abc', '/v1/turns/turn-s1-abc/events', '/v1/turns/whatever', '/nope']) {
     const res = await app.inject({ method: 'GET', url });
     expect(res.statusCode).toBe(404);
@@ -104,7 +125,7 @@ test('unknown turn → 404 on state and events; unknown route → 404 JSON', asy
 });
 
 test('events are SSE with ids; Last-Event-ID and ?after resume after that id', async () => {
-  const { app } = setup();
+  const { app } = await setup();
   const { turnId } = (await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).json();
   const all = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events` });
   expect(all.headers['content-type']).toMatch(/^text\/event-stream/);
@@ -118,7 +139,7 @@ test('events are SSE with ids; Last-Event-ID and ?after resume after that id', a
 });
 
 test('Temporal unreachable → 503 JSON on POST, healthz reports down; the API stays up', async () => {
-  const { app, gateway } = setup();
+  const { app, gateway } = await setup();
   gateway.down = true;
   const res = await post(app, '/v1/sessions/s1/messages', { text: 'hi' });
   expect(res.statusCode).toBe(503);
@@ -132,7 +153,7 @@ test('Temporal unreachable → 503 JSON on POST, healthz reports down; the API s
 });
 
 test('hundreds of malformed requests produce no 5xx', async () => {
-  const { app } = setup();
+  const { app } = await setup();
   const bodies = ['', '{', 'null', '[]', '"x"', '{"text":null}', '{"text":{}}', '\u0000', '{"text":"a","text":1}', '{"__proto__":{"x":1}}'];
   const paths = ['/v1/sessions/s/messages', '/v1/sessions/%00/messages', '/v1/sessions/' + 'a'.repeat(100) + '/messages'];
   const types = ['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1'];
@@ -151,4 +172,57 @@ test('hundreds of malformed requests produce no 5xx', async () => {
     expect([400, 404, 414]).toContain(res.statusCode);
     expect(res.json().error.code).toEqual(expect.any(String));
   }
+});
+
+test('every /v1 route needs a token; /healthz does not', async () => {
+  const { app } = await setup();
+  for (const [method, url] of [['POST', '/v1/sessions/s/messages'], ['GET', '/v1/turns/turn-s-1'], ['GET', '/v1/tools'], ['GET', '/v1/servers'], ['POST', '/v1/turns/turn-s-1/approvals/c1']] as const) {
+    const res = await app.inject({ method, url, headers: { authorization: 'nope' }, payload: method === 'POST' ? {} : undefined });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error.code).toBe('missing_token');
+  }
+  expect((await app.inject({ method: 'GET', url: '/healthz', headers: { authorization: 'nope' } })).statusCode).toBe(200);
+});
+
+test('a turn is visible only to its owner: other users and tenants get 404 for reads and streams', async () => {
+  const { app } = await setup();
+  const { turnId } = (await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).json();
+  expect((await app.inject({ method: 'GET', url: `/v1/turns/${turnId}` })).statusCode).toBe(200);
+  for (const who of [MALLORY, EVE]) {
+    for (const url of [`/v1/turns/${turnId}`, `/v1/turns/${turnId}/events`]) {
+      const res = await app.inject({ method: 'GET', url, headers: who });
+      expect(res.statusCode).toBe(404);
+      expect(res.body).not.toContain('alice');
+    }
+  }
+});
+
+test('approvals: decided → 200, unknown or forbidden → 404, twice → 409, other tenant → 404, bad body → 400', async () => {
+  const { app, gateway } = await setup();
+  const { turnId } = (await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).json();
+  const url = `/v1/turns/${turnId}/approvals/call_1`;
+  gateway.approvals.push({ kind: 'decided', decision: 'approved' }, { kind: 'already_decided' }, { kind: 'forbidden' });
+  const ok = await post(app, url, { approve: true });
+  expect(ok.statusCode).toBe(200);
+  expect(ok.json()).toEqual({ turnId, toolCallId: 'call_1', decision: 'approved' });
+  expect((await post(app, url, { approve: true })).statusCode).toBe(409);
+  expect((await post(app, url, { approve: true }, MALLORY)).statusCode).toBe(404);
+  expect((await post(app, url, { approve: false })).statusCode).toBe(404);
+  expect((await post(app, url, { approve: true }, EVE)).statusCode).toBe(404);
+  expect((await post(app, url, { approve: 'yes' })).statusCode).toBe(400);
+});
+
+test('message submission is rate limited per user (429 with retry-after), and per tenant', async () => {
+  const { app } = await setup({ userPerMinute: 3, tenantPerMinute: 5 });
+  for (let i = 0; i < 3; i++) expect((await post(app, '/v1/sessions/s/messages', { text: `m${i}` })).statusCode).toBe(202);
+  const limited = await post(app, '/v1/sessions/s/messages', { text: 'again' });
+  expect(limited.statusCode).toBe(429);
+  expect(limited.json().error.code).toBe('rate_limited');
+  expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+  // Another user of the same tenant has their own budget, until the tenant's is spent.
+  expect((await post(app, '/v1/sessions/s/messages', { text: 'm' }, MALLORY)).statusCode).toBe(202);
+  expect((await post(app, '/v1/sessions/s/messages', { text: 'm' }, MALLORY)).statusCode).toBe(202);
+  expect((await post(app, '/v1/sessions/s/messages', { text: 'm' }, MALLORY)).statusCode).toBe(429);
+  // Other tenants are unaffected.
+  expect((await post(app, '/v1/sessions/s/messages', { text: 'm' }, EVE)).statusCode).toBe(202);
 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startTemporalDevServer } from '../../src/cli/processes';
-import { getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
+import { bearer, getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
 import { SCHOOL, startSchoolSystem, type SchoolSystem } from '../helpers/school';
 import { temporalCli } from '../helpers/system';
 
@@ -67,8 +67,8 @@ async function expectPaidOnce(invoiceId: string, turnId: string) {
 }
 
 /** Waits on the live stream until `predicate` sees an event, then returns. */
-async function waitForEvent(turnId: string, predicate: (e: SseEvent) => boolean): Promise<void> {
-  const events = await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { stopAfter: predicate, timeoutMs: 60_000 });
+async function waitForEvent(turnId: string, predicate: (e: SseEvent) => boolean, headers?: Record<string, string>): Promise<void> {
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { stopAfter: predicate, timeoutMs: 60_000, headers });
   if (!events.some(predicate)) throw new Error(`turn ${turnId} ended without the awaited event: ${events.map((e) => e.event).join(',')}`);
 }
 
@@ -131,15 +131,16 @@ test('restart of the Temporal dev server (same SQLite file) mid-turn: the turn c
 });
 
 test('a stdio MCP server killed mid-call is respawned and the call retried: every student mailed once', async () => {
-  const post = await postMessage(sys.apiUrl, 'chaos', 'Assign homework Chaos essay to English 101 due 2026-12-24');
-  await waitForEvent(post.body.turnId, (e) => e.event === 'tool_call_started' && e.data.name === 'comms__send_bulk');
+  const teacher = bearer(await sys.token('teacher'));
+  const post = await postMessage(sys.apiUrl, 'chaos', 'Assign homework Chaos essay to English 101 due 2026-12-24', teacher);
+  await waitForEvent(post.body.turnId, (e) => e.event === 'tool_call_started' && e.data.name === 'comms__send_bulk', teacher);
   await new Promise((r) => setTimeout(r, 300));
   const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(worker().pid)], { encoding: 'utf8' });
   const comms = children.split('\n').find((l) => l.includes('comms-server.js'));
   expect(comms).toBeDefined();
   process.kill(Number(comms?.trim().split(/\s+/)[0]), 'SIGKILL');
 
-  const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 120_000 });
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 120_000, headers: teacher });
   expect(events.at(-1)?.event).toBe('done');
   const store = sys.store();
   const cls = store.classes.find((c) => c.name === 'English 101');

@@ -1,4 +1,4 @@
-import { getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
+import { bearer, getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
 import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
 
 /**
@@ -14,11 +14,12 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-async function turn(text: string, session = 'school') {
-  const post = await postMessage(sys.apiUrl, session, text);
+async function turn(text: string, as?: string) {
+  const headers = as ? bearer(as) : {};
+  const post = await postMessage(sys.apiUrl, 'school', text, headers);
   expect(post.status).toBe(202);
-  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 90_000 });
-  const state = await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`);
+  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 90_000, headers });
+  const state = await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`, headers);
   return { events, state: state.body as { status: string; text: string; toolCalls: Array<{ name: string; state: string; step: number }> }, turnId: post.body.turnId };
 }
 
@@ -89,7 +90,8 @@ test('pattern 4, fan-out/fan-in: a status report from context gathered from thre
 });
 
 test('pattern 5, shared service delegation: homework assigned, every enrolled student emailed once by comms', async () => {
-  const { state } = await turn('Assign homework Essay on Hamlet to English 101 due 2026-12-01');
+  // A teacher's request: the teacher server acts for the caller it is told about in `_meta`.
+  const { state } = await turn('Assign homework Essay on Hamlet to English 101 due 2026-12-01', await sys.token('teacher'));
   expect(state.status).toBe('completed');
   expect(state.toolCalls.map((c) => c.name)).toEqual(['teacher__assign_homework', 'comms__send_bulk']);
   const store = sys.store();

@@ -4,10 +4,19 @@ export interface SseEvent {
   data: Record<string, unknown>;
 }
 
+let defaultHeaders: Record<string, string> = {};
+
+/** The bearer token every helper call sends unless a call passes its own `authorization`. */
+export function setDefaultToken(token: string | undefined): void {
+  defaultHeaders = token ? { authorization: `Bearer ${token}` } : {};
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
 export async function postMessage(apiUrl: string, sessionId: string, text: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${apiUrl}/v1/sessions/${sessionId}/messages`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', ...defaultHeaders, ...headers },
     body: JSON.stringify({ text }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> & { turnId: string } };
@@ -15,8 +24,8 @@ export async function postMessage(apiUrl: string, sessionId: string, text: strin
 
 // Tests read loosely shaped JSON and assert on it; a precise type per route would only restate the assertions.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function getJson(url: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(url);
+export async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { headers: { ...defaultHeaders, ...headers } });
   return { status: res.status, body: await res.json() };
 }
 
@@ -26,14 +35,19 @@ export async function getJson(url: string): Promise<{ status: number; body: any 
  */
 export async function readSse(
   url: string,
-  opts: { lastEventId?: string; stopAfter?: (e: SseEvent) => boolean; timeoutMs?: number } = {},
+  opts: { lastEventId?: string; stopAfter?: (e: SseEvent) => boolean; timeoutMs?: number; headers?: Record<string, string> } = {},
 ): Promise<SseEvent[]> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), opts.timeoutMs ?? 30_000);
   const events: SseEvent[] = [];
   try {
     const res = await fetch(url, {
-      headers: { accept: 'text/event-stream', ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+      headers: {
+        accept: 'text/event-stream',
+        ...defaultHeaders,
+        ...opts.headers,
+        ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}),
+      },
       signal: controller.signal,
     });
     if (res.status !== 200 || !res.body) throw new Error(`SSE ${url}: HTTP ${res.status}: ${await res.text()}`);
@@ -87,4 +101,10 @@ export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 3
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...defaultHeaders, ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json(), headers: res.headers };
 }

@@ -69,6 +69,7 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
         comms: stdio('comms'),
         student: stdio('student'),
         teacher: stdio('teacher'),
+        ...opts.extraServers,
       };
     },
   });

@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
+import { randomBytes } from 'node:crypto';
 import { buildApp } from '../../src/api/app';
+import { createAuthenticator, loadPolicyFile, mintDevToken } from '../../src/api/auth';
+import type { Policy } from '../../src/core/policy';
+import { setDefaultToken } from './http';
 import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
 import { HostConfigSchema, turnOptionsFrom } from '../../src/config';
@@ -71,7 +75,18 @@ export interface SystemOptions {
   ) => Promise<Record<string, unknown>> | Record<string, unknown>;
   host?: Record<string, unknown>;
   workerEnv?: NodeJS.ProcessEnv;
+  /** Defaults to examples/policy.json. */
+  policy?: Policy;
+  rateLimits?: { userPerMinute: number; tenantPerMinute: number };
 }
+
+export const JWT_ISSUER = 'durable-mcp-host';
+export const JWT_AUDIENCE = 'durable-mcp-host-api';
+export const DEMO_USERS = {
+  admin: { sub: 'u-ada', role: 'admin', tenant: 'demo', scopes: ['admin.super'] },
+  teacher: { sub: 'u-tom', role: 'teacher', tenant: 'demo', scopes: ['teacher.homework', 'teacher.attendance', 'comms.send'] },
+  student: { sub: 'u-bob', role: 'student', tenant: 'demo', scopes: ['student.read', 'student.submit'] },
+} as const;
 
 export interface TestSystem {
   dir: string;
@@ -84,6 +99,10 @@ export interface TestSystem {
   taskQueue: string;
   notesFile: string;
   mcpConfigPath: string;
+  auditFile: string;
+  jwtSecret: string;
+  /** A signed token; the admin token is also the HTTP helpers' default. */
+  token(user: keyof typeof DEMO_USERS | { sub: string; role: string; tenant: string; scopes?: string[] }, ttlSec?: number): Promise<string>;
   workerEnv: NodeJS.ProcessEnv;
   startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
   /** Registers cleanup for something the test started (runs before the system stops). */
@@ -136,6 +155,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     );
 
     const taskQueue = `e2e-${path.basename(dir)}`;
+    const auditFile = path.join(dir, 'audit.jsonl');
     const workerEnv: NodeJS.ProcessEnv = {
       ...process.env,
       TEMPORAL_ADDRESS: temporal.address,
@@ -144,6 +164,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       LLM_BASE_URL: model.url,
       LLM_MODEL: 'demo-model',
       LOG_LEVEL: 'warn',
+      AUDIT_LOG: auditFile,
       ...opts.workerEnv,
     };
     const workers: ManagedProcess[] = [];
@@ -162,10 +183,21 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     });
     const worker = await startWorker();
 
-    const app = buildApp({
+    const jwtSecret = randomBytes(32).toString('hex');
+    const token: TestSystem['token'] = async (who, ttlSec = 3_600) => {
+      const u = typeof who === 'string' ? DEMO_USERS[who] : who;
+      return await mintDevToken({
+        secret: jwtSecret, sub: u.sub, role: u.role, tenant: u.tenant, scopes: [...(u.scopes ?? [])], ttlSec, issuer: JWT_ISSUER, audience: JWT_AUDIENCE,
+      });
+    };
+    setDefaultToken(await token('admin'));
+    const app = await buildApp({
+      auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
+      rateLimits: opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 },
       gateway: createTemporalGateway({
         client,
         taskQueue,
+        policy: opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json')),
         turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
         catalogCacheMs: 0,
         catalogTimeoutMs: 10_000,
@@ -178,6 +210,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
 
     const system: TestSystem = {
       dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker,
+      auditFile, jwtSecret, token,
       onStop(fn) {
         cleanups.push(fn);
       },

@@ -1,0 +1,35 @@
+import * as lockfile from 'proper-lockfile';
+
+// proper-lockfile's own default; a process that died holding the lock blocks others for at most this.
+export const LOCK_STALE_MS = 10_000;
+
+/**
+ * Appenders wait up to ~100 × 200 ms = 20 s: longer than LOCK_STALE_MS, so a crashed holder's lock
+ * goes stale and is taken over before a waiting appender gives up.
+ */
+export const APPEND_LOCK_RETRIES = { retries: 100, factor: 1.5, minTimeout: 5, maxTimeout: 200, randomize: true };
+
+export interface HeldLock {
+  release(): Promise<void>;
+  /** Set when proper-lockfile could not refresh the lock in time: another process may now hold it. */
+  readonly compromised: Error | undefined;
+}
+
+/** Locks `<file>.lock`; the file must exist (the lock is keyed on its real path, symlinks resolved). */
+export async function lockAuditFile(file: string, retries: typeof APPEND_LOCK_RETRIES): Promise<HeldLock> {
+  let compromised: Error | undefined;
+  const release = await lockfile.lock(file, {
+    stale: LOCK_STALE_MS,
+    retries,
+    // The default handler throws from a timer, which would crash the whole process.
+    onCompromised: (err) => {
+      compromised = err;
+    },
+  });
+  return {
+    release,
+    get compromised() {
+      return compromised;
+    },
+  };
+}
