@@ -7,7 +7,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { DemoRules } from '../../src/demo-model/rules';
-import { postMessage, readSse } from '../helpers/http';
+import { loadPolicyFile } from '../../src/api/auth';
+import { bearer, postJson, postMessage, readSse } from '../helpers/http';
 import { startSchoolSystem } from '../helpers/school';
 import { EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
 
@@ -31,9 +32,11 @@ async function captureSchool(): Promise<void> {
       ['turn-pattern4-fan-out', 'Give me a full system status report'],
       ['turn-pattern5-delegation', 'Assign homework Essay on Hamlet to English 101 due 2026-12-01'],
     ];
+    const teacher = bearer(await sys.token('teacher'));
     for (const [name, text] of patterns) {
-      const { body } = await postMessage(sys.apiUrl, 'replay', text);
-      await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+      const headers = name.includes('pattern5') ? teacher : {};
+      const { body } = await postMessage(sys.apiUrl, 'replay', text, headers);
+      await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000, headers });
       await save(sys, name, body.turnId);
     }
     // Bob's invoice is paid now: the crash run gets a fresh system (and store) of its own.
@@ -99,9 +102,31 @@ async function main(): Promise<void> {
   }
 }
 
+/** A durable approval (approved by the owner) and a policy denial of a hidden tool. */
+async function captureSecurity(): Promise<void> {
+  const policy = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+  const sys = await startSchoolSystem({ policy: { ...policy, approval: { tools: ['admin/add_user'], timeoutMs: 60_000, approverRoles: ['admin'] } } });
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'Add a teacher named Ada Approved');
+    const seen = await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { stopAfter: (e) => e.event === 'approval_required', timeoutMs: 60_000 });
+    const id = seen.find((e) => e.event === 'approval_required')?.data.toolCallId as string;
+    await postJson(`${sys.apiUrl}/v1/turns/${body.turnId}/approvals/${id}`, { approve: true });
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-approval-approved', body.turnId);
+
+    const student = bearer(await sys.token('student'));
+    const denied = await postMessage(sys.apiUrl, 'replay', 'Add an admin named Mallory Root', student);
+    await readSse(`${sys.apiUrl}${denied.body.eventsUrl as string}`, { timeoutMs: 60_000, headers: student });
+    await save(sys, 'turn-policy-denial', denied.body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
 async function all(): Promise<void> {
   await main();
   await captureSchool();
+  await captureSecurity();
 }
 
 all().catch((err: unknown) => {
