@@ -1,0 +1,39 @@
+/**
+ * Demo-model scripts for the benchmark. Every tool step calls `notes__add_note` (our stdio server) and
+ * `everything__echo` (server-everything over stdio) in parallel, like the "remember that" example, so
+ * each step costs one LLM round trip plus two parallel MCP calls on two servers. A script with N tool
+ * steps makes N + 1 LLM calls (the last one answers in text).
+ */
+import type { DemoRules } from '../../src/demo-model/rules';
+
+/** Tool-step counts the latency section measures. */
+export const STEP_COUNTS = [1, 4] as const;
+
+export function benchMessage(toolSteps: number, tag: string): string {
+  return `bench${toolSteps} ${tag}`;
+}
+
+function script(toolSteps: number): NonNullable<DemoRules['scripts']>[number] {
+  const toolStep = (i: number) => ({
+    toolCalls: [
+      { name: 'notes__add_note', arguments: { text: `{{match.1}} step ${i}` } },
+      { name: 'everything__echo', arguments: { message: `{{match.1}} step ${i}` } },
+    ],
+  });
+  return {
+    name: `bench-${toolSteps}`,
+    match: `^bench${toolSteps} (\\S+)$`,
+    steps: [
+      ...Array.from({ length: toolSteps }, (_, i) => toolStep(i + 1)),
+      { text: 'Done: {{tool:notes__add_note}} | {{tool:everything__echo}}' },
+    ],
+  };
+}
+
+export function benchRules(): DemoRules {
+  return {
+    model: 'demo-model',
+    fallback: '(bench) no script for that message',
+    scripts: STEP_COUNTS.map(script),
+  };
+}
