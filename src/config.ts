@@ -24,6 +24,7 @@ const EnvSchema = z.object({
   POLICY_FILE: z.string().min(1).default('examples/policy.json'),
   AUDIT_LOG: z.string().min(1).default('.data/audit.jsonl'),
   AUDIT_REDACTION: z.string().min(1).optional(),
+  TOKEN_SEAL_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   RATE_LIMIT_USER_PER_MIN: positiveInt.default(60),
   RATE_LIMIT_TENANT_PER_MIN: positiveInt.default(600),
   LLM_BASE_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:11434/v1' }).optional(),

@@ -9,6 +9,7 @@ import { createLogger } from './logger';
 import { loadMcpConfig } from './mcp/config';
 import { McpServerHub } from './mcp/hub';
 import { ResilientHub } from './mcp/resilience';
+import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './mcp/validate-args';
 
 /** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
     apiKey: env.LLM_API_KEY || 'not-needed',
     timeoutMs: env.LLM_TIMEOUT_MS,
   });
-  const secrets = [env.LLM_API_KEY, ...collectServerSecrets(mcpConfig)];
+  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', ...collectServerSecrets(mcpConfig)];
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   const auditLog = new AuditLog(env.AUDIT_LOG, { redaction });
   const audit: AuditSink = {
@@ -68,6 +69,7 @@ async function main(): Promise<void> {
         logger,
         secrets,
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
+        ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });
     logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.mcpServers) }, 'worker started');

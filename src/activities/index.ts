@@ -3,6 +3,7 @@ import type { LlmClient } from '../llm/client';
 import { classifyLlmError, redact } from '../llm/errors';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
+import { withUserToken } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
 import type { UserContext } from '../core/policy';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
@@ -45,6 +46,8 @@ export interface ActivityDeps {
   secrets: readonly string[];
   /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
   heartbeatEveryMs?: number;
+  /** Opens a sealed user token (undefined when it cannot); absent when no seal key is configured. */
+  unsealToken?: (sealed: string) => string | undefined;
 }
 
 export interface ToolCallInput {
@@ -57,6 +60,8 @@ export interface ToolCallInput {
   /** The caller, forwarded to the server in `_meta` so it can check a third time. */
   user?: UserContext;
   toolCallId?: string;
+  /** See TurnInput.sealedToken. */
+  sealedToken?: string;
 }
 
 export interface GatheredContext {
@@ -190,7 +195,8 @@ export function createActivities(deps: ActivityDeps) {
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
       return await withHeartbeats(async (beat) => {
         try {
-          const outcome = await deps.hub.callTool({
+          const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
+          const outcome = await withUserToken(token, () => deps.hub.callTool({
             server: input.server,
             tool: input.tool,
             arguments: input.arguments,
@@ -201,7 +207,7 @@ export function createActivities(deps: ActivityDeps) {
             },
             signal: ctx.cancellationSignal,
             onProgress: (p) => beat(p),
-          });
+          }));
           if (auditBase) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: outcome.isError ? 'error' : 'ok', detail: outcome.text.slice(0, 200) });
           }

@@ -163,7 +163,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         : createHash('sha256').update(parse(IdempotencyKey, key, 'Idempotency-Key header')).digest('hex').slice(0, 24);
     const turnId = makeTurnId(sessionId, requestKey);
     const user = caller(request);
-    const { created } = await unavailableOnError(() => deps.gateway.startTurn({ turnId, sessionId, text: body.text, user }));
+    const token = request.headers.authorization?.replace(/^Bearer\s+/i, '');
+    const { created } = await unavailableOnError(() => deps.gateway.startTurn({ turnId, sessionId, text: body.text, user, token }));
     return reply
       .status(created ? 202 : 200)
       .header('location', `/v1/turns/${turnId}`)

@@ -7,6 +7,7 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { sealToken } from '../security/seal';
 import { sessionOfTurn, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
 import type { TurnInput, TurnOptions, TurnState } from '../shared/turn';
@@ -36,7 +37,7 @@ export type ApprovalOutcome =
   | { kind: 'not_pending' | 'already_decided' | 'forbidden' };
 
 export interface TurnGateway {
-  startTurn(args: { turnId: string; sessionId: string; text: string; user: UserContext }): Promise<{ created: boolean }>;
+  startTurn(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string }): Promise<{ created: boolean }>;
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** null when no such turn exists. */
   getTurn(turnId: string, afterEventId?: number): Promise<TurnState | null>;
@@ -50,6 +51,8 @@ export interface GatewayOptions {
   turnOptions: TurnOptions;
   /** The tool policy handed to every turn (the workflow enforces it). */
   policy: Policy;
+  /** When set, the caller's token travels sealed with it (for servers with `forwardUserToken`). */
+  tokenSealKey?: string;
   /** How long a catalog answer is reused; /healthz and /v1/tools must not start a workflow per call. */
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
@@ -88,8 +91,17 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   }
 
   return {
-    async startTurn({ turnId, sessionId, text, user }) {
-      const input: TurnInput = { turnId, sessionId, userText: text, user, policy: opts.policy, history: [], options: opts.turnOptions };
+    async startTurn({ turnId, sessionId, text, user, token }) {
+      const input: TurnInput = {
+        turnId,
+        sessionId,
+        userText: text,
+        user,
+        policy: opts.policy,
+        ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
+        history: [],
+        options: opts.turnOptions,
+      };
       try {
         await client.workflow.start(TURN_WORKFLOW_TYPE, {
           workflowId: turnId,

@@ -22,6 +22,7 @@ async function main(): Promise<void> {
       taskQueue: env.TASK_QUEUE,
       turnOptions: turnOptionsFrom(host),
       policy,
+      ...(env.TOKEN_SEAL_KEY ? { tokenSealKey: env.TOKEN_SEAL_KEY } : {}),
       catalogCacheMs: env.CATALOG_CACHE_MS,
     }),
     auth,

@@ -51,6 +51,8 @@ export type HttpServerConfig = McpServerConfigBase & {
   headers: Record<string, string>;
   /** `auto` tries Streamable HTTP first and falls back to legacy HTTP+SSE on an HTTP 4xx. */
   transport: HttpTransportPreference;
+  /** Whether the calling user's bearer token is sent along (default false). */
+  forwardUserToken: boolean;
 };
 
 export type McpServerConfig = StdioServerConfig | HttpServerConfig;
@@ -104,6 +106,8 @@ const HttpEntrySchema = z.object({
   url: z.string().min(1),
   headers: z.record(z.string(), z.string()).optional(),
   transport: z.enum(['auto', 'streamable-http', 'sse']).optional(),
+  /** Send the calling user's bearer token to this server. Off unless set: a token is a credential. */
+  forwardUserToken: z.boolean().optional(),
   ...commonFields,
 });
 
@@ -300,6 +304,7 @@ export function parseMcpConfig(
         url,
         headers: resolveRecord(data.headers, env, [...at, 'headers'], problems, resolveRefs),
         transport,
+        forwardUserToken: data.forwardUserToken ?? false,
       };
     } else {
       const cwd = data.cwd === undefined ? baseDir : path.resolve(baseDir, str(data.cwd, ['cwd']));

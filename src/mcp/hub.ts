@@ -3,6 +3,7 @@
  * first use and replaced on the next use after it dies. Retrying with backoff is Temporal's job
  * (activities retry); the hub only classifies failures so the right ones are retried.
  */
+import { forwardingFetch } from './user-token';
 import { statSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -527,7 +528,8 @@ export class McpServerHub implements McpHub, McpContextSource {
     }
     const url = new URL(cfg.url);
     const requestInit: RequestInit = { headers: { ...cfg.headers } };
-    return kind === 'sse' ? new SSEClientTransport(url, { requestInit }) : new StreamableHTTPClientTransport(url, { requestInit });
+    const opts = { requestInit, ...(cfg.forwardUserToken ? { fetch: forwardingFetch() } : {}) };
+    return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, opts);
   }
 
   /** Child stderr goes to debug logs, line by line, so a chatty server cannot flood the terminal. */

@@ -102,6 +102,11 @@ export interface TurnInput {
   user?: UserContext;
   /** The tool policy in force when the turn started; checked before every tool call. */
   policy?: Policy;
+  /**
+   * The caller's bearer token sealed with TOKEN_SEAL_KEY (ciphertext only), present when the API
+   * has a seal key; workers open it only for servers configured with `forwardUserToken`.
+   */
+  sealedToken?: string;
   /** Earlier messages of the conversation, oldest first. */
   history: ChatMessage[];
   options: TurnOptions;

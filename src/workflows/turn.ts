@@ -286,6 +286,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
             arguments: p.arguments,
             idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
             ...(user ? { user } : {}),
+            ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
             toolCallId: p.call.id,
           },
         ]);
