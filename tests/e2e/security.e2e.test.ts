@@ -17,6 +17,7 @@ jest.setTimeout(120_000);
 
 const LLM_KEY = 'sk-test-known-llm-key-0123456789abcdef';
 const VAULT_KEY = 'vault-known-secret-header-value-42';
+const SEAL_KEY = 'seal-key-known-secret-0123456789abcdef-xyz';
 let sys: SchoolSystem;
 let admin: Record<string, string>;
 let teacher: Record<string, string>;
@@ -30,6 +31,7 @@ beforeAll(async () => {
   sys = await startSchoolSystem({
     policy: withApproval,
     workerEnv: { LLM_API_KEY: LLM_KEY, VAULT_KEY, LOG_LEVEL: 'debug' },
+    tokenSealKey: SEAL_KEY,
     // Never reachable; its header carries a secret that must not leak anywhere.
     extraServers: { vault: { url: 'http://127.0.0.1:9/mcp', headers: { 'X-Api-Key': '${env:VAULT_KEY}' } } },
     host: { timeouts: { llmStartToCloseMs: 30_000, llmHeartbeatMs: 3_000, toolStartToCloseMs: 60_000, toolHeartbeatMs: 3_000 } },
@@ -190,7 +192,10 @@ test('no secret appears in any workflow history, the worker log or the audit tra
   // A turn through the teacher path too, so comms/teacher calls are in the histories.
   const post = await postMessage(sys.apiUrl, 'secrets', 'Assign homework Secret essay to Math 201 due 2026-12-30', teacher);
   await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { headers: teacher, timeoutMs: 60_000 });
-  const secrets = [LLM_KEY, VAULT_KEY, sys.jwtSecret, (await sys.token('admin')).split('.')[2] as string];
+  // The users' tokens travel sealed (a seal key is configured): neither they nor the key may show.
+  const tokenSignatures = [admin, teacher, student].map((h) => (h.authorization ?? '').split('.')[2] as string);
+  const secrets = [LLM_KEY, VAULT_KEY, SEAL_KEY, sys.jwtSecret, ...tokenSignatures];
+  expect(tokenSignatures.every((t) => t.length > 20)).toBe(true);
   const haystacks: string[] = [readFileSync(sys.auditFile, 'utf8'), sys.worker.output()];
   for await (const wf of sys.client.workflow.list()) {
     haystacks.push(historyToJSON(await sys.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()));

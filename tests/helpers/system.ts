@@ -78,6 +78,8 @@ export interface SystemOptions {
   /** Defaults to examples/policy.json. */
   policy?: Policy;
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
+  /** Seal key shared by the API and the worker (TOKEN_SEAL_KEY): user tokens travel sealed. */
+  tokenSealKey?: string;
 }
 
 export const JWT_ISSUER = 'durable-mcp-host';
@@ -165,6 +167,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       LLM_MODEL: 'demo-model',
       LOG_LEVEL: 'warn',
       AUDIT_LOG: auditFile,
+      ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
       ...opts.workerEnv,
     };
     const workers: ManagedProcess[] = [];
@@ -198,6 +201,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
         client,
         taskQueue,
         policy: opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json')),
+        ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
         turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
         catalogCacheMs: 0,
         catalogTimeoutMs: 10_000,
