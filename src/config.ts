@@ -58,6 +58,8 @@ export const HostConfigSchema = z
     maxSteps: z.number().int().min(1).max(50).default(8),
     maxToolResultChars: z.number().int().min(100).default(20_000),
     context: ContextSpecSchema.default({ resources: [], prompts: [] }),
+    /** Context per caller role (seed 000 §9.5); roles not listed get `context`. */
+    contextByRole: z.record(z.string(), ContextSpecSchema).default({}),
     llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
     mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
     timeouts: z

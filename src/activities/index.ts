@@ -78,7 +78,10 @@ export function createActivities(deps: ActivityDeps) {
   async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
     const ctx = Context.current();
     const beat = (details?: unknown) => ctx.heartbeat(details);
-    const timer = setInterval(() => beat(), heartbeatEveryMs);
+    // Beat well inside the activity's own heartbeat timeout, whatever the deployment configured.
+    const timeoutMs = ctx.info.heartbeatTimeoutMs;
+    const every = timeoutMs ? Math.max(100, Math.min(heartbeatEveryMs, Math.floor(timeoutMs / 3))) : heartbeatEveryMs;
+    const timer = setInterval(() => beat(), every);
     try {
       return await work(beat);
     } finally {

@@ -10,7 +10,7 @@ import { temporal } from '@temporalio/proto';
 import { sealToken } from '../security/seal';
 import { sessionOfTurn, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { TurnInput, TurnOptions, TurnState } from '../shared/turn';
+import type { ContextSpec, TurnInput, TurnOptions, TurnState } from '../shared/turn';
 import type { Policy, UserContext } from '../core/policy';
 import {
   APPROVAL_ALREADY_DECIDED,
@@ -53,6 +53,8 @@ export interface GatewayOptions {
   policy: Policy;
   /** When set, the caller's token travels sealed with it (for servers with `forwardUserToken`). */
   tokenSealKey?: string;
+  /** Context to gather per caller role; other roles get turnOptions.context. */
+  contextByRole?: Record<string, ContextSpec>;
   /** How long a catalog answer is reused; /healthz and /v1/tools must not start a workflow per call. */
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
@@ -100,7 +102,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
         policy: opts.policy,
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
         history: [],
-        options: opts.turnOptions,
+        options: { ...opts.turnOptions, context: opts.contextByRole?.[user.role] ?? opts.turnOptions.context },
       };
       try {
         await client.workflow.start(TURN_WORKFLOW_TYPE, {

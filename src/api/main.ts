@@ -21,6 +21,7 @@ async function main(): Promise<void> {
       client,
       taskQueue: env.TASK_QUEUE,
       turnOptions: turnOptionsFrom(host),
+      contextByRole: host.contextByRole,
       policy,
       ...(env.TOKEN_SEAL_KEY ? { tokenSealKey: env.TOKEN_SEAL_KEY } : {}),
       catalogCacheMs: env.CATALOG_CACHE_MS,

@@ -110,6 +110,8 @@ interface Connection {
   /** False once closed or retired: no new work is handed to it. */
   alive: boolean;
   inflight: number;
+  /** Bumped by every `tools/list_changed`, so a listing that started before one is not kept. */
+  toolsGeneration?: number;
   /** Tool listing for this connection; dropped on `tools/list_changed` and never kept on failure. */
   tools?: Promise<Tool[]>;
   closing?: Promise<void>;
@@ -576,6 +578,8 @@ export class McpServerHub implements McpHub, McpContextSource {
       this.logger.debug({ server: cfg.name, error: scrub(describeCause(error), slot.secrets) }, 'MCP protocol notice');
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       conn.tools = undefined;
+      // A listing already in flight may predate the change: it must not become the cache.
+      conn.toolsGeneration = (conn.toolsGeneration ?? 0) + 1;
     });
 
     const connectMs = cfg.timeouts.connectMs;
@@ -792,11 +796,17 @@ export class McpServerHub implements McpHub, McpContextSource {
 
   private listTools(slot: Slot, conn: Connection): Promise<Tool[]> {
     if (conn.tools) return conn.tools;
+    const generation = conn.toolsGeneration ?? 0;
     const listing = this.fetchAllTools(slot, conn);
     conn.tools = listing;
-    listing.catch(() => {
-      if (conn.tools === listing) conn.tools = undefined;
-    });
+    listing.then(
+      () => {
+        if (conn.tools === listing && (conn.toolsGeneration ?? 0) !== generation) conn.tools = undefined;
+      },
+      () => {
+        if (conn.tools === listing) conn.tools = undefined;
+      },
+    );
     return listing;
   }
 

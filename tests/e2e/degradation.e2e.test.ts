@@ -66,7 +66,12 @@ test('a server that keeps failing trips the circuit, which /healthz reports; it 
   expect(state.status).toBe('completed');
   expect(state.text).toMatch(/^Done\. Charged 250\.00 EUR/);
   expect(sys.store().transactions.filter((t) => t.invoiceId === 'INV-1001')).toHaveLength(1);
-  const closed = await paymentsStatus();
+  // Health is a snapshot: give the reconnect a moment on a loaded machine.
+  let closed = await paymentsStatus();
+  for (let i = 0; i < 20 && closed.health.status !== 'ok'; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    closed = await paymentsStatus();
+  }
   expect(closed.payments.circuit.state).toBe('closed');
   expect(closed.health.status).toBe('ok');
 });

@@ -3,20 +3,14 @@ import path from 'node:path';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { spawnManaged, type ManagedProcess } from '../../src/cli/processes';
 import { readStore } from '../../examples/servers/school/store';
-import { DIST, EXAMPLE_RULES, startSystem, type SystemOptions, type TestSystem } from './system';
+import { DIST, EXAMPLE_RULES, ROOT, startSystem, type SystemOptions, type TestSystem } from './system';
 
 export const SCHOOL = (name: string) => path.join(DIST, 'examples/servers/school', `${name}-server.js`);
 
 /** The school context the demo host gathers (examples/host.json), with short timeouts for crash tests. */
 export const SCHOOL_HOST = {
-  context: {
-    resources: [
-      { server: 'admin', uri: 'admin://system_status' },
-      { server: 'payments', uri: 'payments://revenue_summary' },
-      { server: 'teacher', uri: 'teacher://my_classes' },
-    ],
-    prompts: [{ server: 'admin', name: 'admin_persona' }],
-  },
+  // As in examples/host.json: what an admin, a teacher or a student gets as context.
+  contextByRole: (JSON.parse(readFileSync(path.join(ROOT, 'examples/host.json'), 'utf8')) as { contextByRole: unknown }).contextByRole,
   maxSteps: 8,
   timeouts: { llmStartToCloseMs: 30_000, llmHeartbeatMs: 3_000, toolStartToCloseMs: 60_000, toolHeartbeatMs: 3_000 },
 };

@@ -203,6 +203,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
         policy: opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json')),
         ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
         turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
+        contextByRole: defaultHostConfig(opts.host).contextByRole,
         catalogCacheMs: 0,
         catalogTimeoutMs: 10_000,
       }),

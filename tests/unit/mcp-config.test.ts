@@ -255,8 +255,14 @@ describe('describeServer', () => {
 
 describe('examples/mcp.json', () => {
   it('is valid and points at files relative to the repo root', () => {
-    const config = loadMcpConfig(path.join(REPO_ROOT, 'examples/mcp.json'), {});
+    // npm start runs the payments server and hands its URL to the worker this way.
+    const config = loadMcpConfig(path.join(REPO_ROOT, 'examples/mcp.json'), { PAYMENTS_SERVER_URL: 'http://127.0.0.1:4020/mcp' });
     expect(config.warnings).toEqual([]);
+    expect(config.mcpServers['payments']).toMatchObject({ kind: 'http', url: 'http://127.0.0.1:4020/mcp', forwardUserToken: false });
+    for (const name of ['admin', 'comms', 'student', 'teacher']) {
+      const school = config.mcpServers[name] as StdioServerConfig;
+      expect(existsSync(path.join(REPO_ROOT, (school.args[0] ?? '').replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+    }
     const notes = config.mcpServers['notes'] as StdioServerConfig;
     const everything = config.mcpServers['everything'] as StdioServerConfig;
     expect(notes.cwd).toBe(REPO_ROOT);
