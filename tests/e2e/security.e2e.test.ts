@@ -32,6 +32,7 @@ beforeAll(async () => {
     policy: withApproval,
     workerEnv: { LLM_API_KEY: LLM_KEY, VAULT_KEY, LOG_LEVEL: 'debug' },
     tokenSealKey: SEAL_KEY,
+    captureApiLog: true,
     // Never reachable; its header carries a secret that must not leak anywhere.
     extraServers: { vault: { url: 'http://127.0.0.1:9/mcp', headers: { 'X-Api-Key': '${env:VAULT_KEY}' } } },
     host: { timeouts: { llmStartToCloseMs: 30_000, llmHeartbeatMs: 3_000, toolStartToCloseMs: 60_000, toolHeartbeatMs: 3_000 } },
@@ -188,7 +189,7 @@ test('the audit trail verifies, records every decision and call with its attempt
   expect(readFileSync(sys.auditFile, 'utf8')).not.toMatch(/@school\.example/);
 });
 
-test('no secret appears in any workflow history, the worker log or the audit trail', async () => {
+test('no secret appears in any workflow history, the worker or API log, or the audit trail', async () => {
   // A turn through the teacher path too, so comms/teacher calls are in the histories.
   const post = await postMessage(sys.apiUrl, 'secrets', 'Assign homework Secret essay to Math 201 due 2026-12-30', teacher);
   await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { headers: teacher, timeoutMs: 60_000 });
@@ -196,10 +197,12 @@ test('no secret appears in any workflow history, the worker log or the audit tra
   const tokenSignatures = [admin, teacher, student].map((h) => (h.authorization ?? '').split('.')[2] as string);
   const secrets = [LLM_KEY, VAULT_KEY, SEAL_KEY, sys.jwtSecret, ...tokenSignatures];
   expect(tokenSignatures.every((t) => t.length > 20)).toBe(true);
-  const haystacks: string[] = [readFileSync(sys.auditFile, 'utf8'), sys.worker.output()];
+  const haystacks: string[] = [readFileSync(sys.auditFile, 'utf8'), sys.worker.output(), sys.apiLog()];
+  expect(sys.apiLog()).toMatch(/incoming request/);
   for await (const wf of sys.client.workflow.list()) {
     haystacks.push(historyToJSON(await sys.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()));
   }
-  expect(haystacks.length).toBeGreaterThan(5);
+  // Three logs and at least one history (more when the whole suite ran first).
+  expect(haystacks.length).toBeGreaterThan(3);
   for (const text of haystacks) for (const secret of secrets) expect(text.includes(secret)).toBe(false);
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
+import pino from 'pino';
 import { buildApp } from '../../src/api/app';
 import { createAuthenticator, loadPolicyFile, mintDevToken } from '../../src/api/auth';
 import type { Policy } from '../../src/core/policy';
@@ -80,6 +81,8 @@ export interface SystemOptions {
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
   /** Seal key shared by the API and the worker (TOKEN_SEAL_KEY): user tokens travel sealed. */
   tokenSealKey?: string;
+  /** Log the API at debug level into memory (`sys.apiLog()`), e.g. to scan it for secrets. */
+  captureApiLog?: boolean;
 }
 
 export const JWT_ISSUER = 'durable-mcp-host';
@@ -107,6 +110,8 @@ export interface TestSystem {
   token(user: keyof typeof DEMO_USERS | { sub: string; role: string; tenant: string; scopes?: string[] }, ttlSec?: number): Promise<string>;
   workerEnv: NodeJS.ProcessEnv;
   startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
+  /** What the API logged (only with `captureApiLog`). */
+  apiLog(): string;
   /** Registers cleanup for something the test started (runs before the system stops). */
   onStop(fn: () => Promise<void>): void;
   stop(): Promise<void>;
@@ -194,7 +199,12 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       });
     };
     setDefaultToken(await token('admin'));
+    let apiLogText = '';
+    const apiLogger = opts.captureApiLog
+      ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
+      : undefined;
     const app = await buildApp({
+      ...(apiLogger ? { logger: apiLogger } : {}),
       auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
       rateLimits: opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 },
       gateway: createTemporalGateway({
@@ -216,6 +226,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const system: TestSystem = {
       dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker,
       auditFile, jwtSecret, token,
+      apiLog: () => apiLogText,
       onStop(fn) {
         cleanups.push(fn);
       },
