@@ -27,6 +27,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../../src/shared/meta';
 import { resolveDataFile, SchoolStore, type SchoolData, type StoredToolResult } from './store';
+import { hostAllowed, readJsonBody, sendJsonRpcError } from '../http-util';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -340,43 +341,6 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     else throw new Error(`unknown argument: ${arg} (use [--stdio] | --http [--port N], [--data FILE])`);
   }
   return { mode, port, dataFile: resolveDataFile(data, env) };
-}
-
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
-function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error('request body too large'));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        reject(new Error('request body is not valid JSON'));
-      }
-    });
-    req.on('error', reject);
-  });
-}
-
-function sendJsonRpcError(res: http.ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-}
-
-/** Only local clients: a browser page must not reach this server through DNS rebinding. */
-function hostAllowed(req: http.IncomingMessage, port: number): boolean {
-  const host = req.headers.host ?? '';
-  return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(host);
 }
 
 interface Session {

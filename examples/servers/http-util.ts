@@ -1,0 +1,39 @@
+/** Small HTTP helpers shared by the example MCP servers' Streamable HTTP and SSE modes. */
+import type * as http from 'node:http';
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new Error('request body too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        reject(new Error('request body is not valid JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+export function sendJsonRpcError(res: http.ServerResponse, status: number, code: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** Only local clients: a browser page must not reach the server through DNS rebinding. */
+export function hostAllowed(req: http.IncomingMessage, port: number): boolean {
+  const host = req.headers.host ?? '';
+  return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(host);
+}
