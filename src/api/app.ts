@@ -154,6 +154,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (!/^application\/json\s*(;|$)/i.test(contentType)) {
       throw new HttpError(415, 'unsupported_media_type', 'Send the message as application/json: { "text": "..." }');
     }
+    const text = (request.body as { text?: unknown } | null)?.text;
+    if (typeof text === 'string' && text.length > deps.maxMessageChars) {
+      throw new HttpError(413, 'payload_too_large', `The message is too long: at most ${deps.maxMessageChars} characters.`);
+    }
     const body = parse(MessageBody, request.body, 'body');
     const key = request.headers['idempotency-key'];
     // A client retrying a POST with the same Idempotency-Key gets the same turn, not a second one.
@@ -232,6 +236,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       clearInterval(keepAlive);
       res.end();
     }
+  });
+
+  app.post('/v1/turns/:turnId/cancel', async (request, reply) => {
+    const { turnId } = parse(TurnParams, request.params, 'path');
+    const state = await ownTurn(request, turnId);
+    if (TERMINAL_STATUSES.includes(state.status)) {
+      throw new HttpError(409, 'already_finished', `turn ${turnId} is already ${state.status}`);
+    }
+    await unavailableOnError(() => deps.gateway.cancelTurn(turnId));
+    return reply.status(202).send({ turnId, status: 'cancelling' });
   });
 
   const ApprovalBody = z.object({ approve: z.boolean() }).strict();

@@ -39,6 +39,8 @@ export type ApprovalOutcome =
 export interface TurnGateway {
   startTurn(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string }): Promise<{ created: boolean }>;
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
+  /** Requests cancellation; the workflow stops at its next step and reports `cancelled`. */
+  cancelTurn(turnId: string): Promise<void>;
   /** null when no such turn exists. */
   getTurn(turnId: string, afterEventId?: number): Promise<TurnState | null>;
   catalog(): Promise<Catalog>;
@@ -65,9 +67,30 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   const { client } = opts;
   let cached: { at: number; value: Promise<Catalog> } | undefined;
 
-  async function finalState(turnId: string, status: string): Promise<TurnState> {
+  async function finalState(turnId: string, status: string, owner?: { id: string; tenant: string }): Promise<TurnState> {
     const handle = client.workflow.getHandle(turnId);
     if (status === 'COMPLETED') return (await handle.result()) as TurnState;
+    if ((status === 'CANCELLED' || status === 'CANCELED')) {
+      // Temporal keeps no details on a cancelled run; the closed workflow still answers its query.
+      try {
+        return await handle.query(turnStateQuery);
+      } catch {
+        // No worker to answer: fall through to the minimal record below.
+      }
+    }
+    const minimal = (message: string): TurnState => {
+      const cancelled = (status === 'CANCELLED' || status === 'CANCELED');
+      return {
+        turnId,
+        sessionId: sessionOfTurn(turnId) ?? '',
+        ...(owner ? { owner } : {}),
+        status: cancelled ? 'cancelled' : 'failed',
+        toolCalls: [],
+        events: [],
+        steps: 0,
+        error: { code: cancelled ? 'cancelled' : status.toLowerCase(), message },
+      };
+    };
     try {
       await handle.result();
     } catch (err) {
@@ -76,16 +99,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
         if (cause instanceof ApplicationFailure && cause.type === TURN_FAILED_ERROR_TYPE && cause.details?.[0]) {
           return cause.details[0] as TurnState;
         }
-        const cancelled = status === 'CANCELED';
-        return {
-          turnId,
-          sessionId: sessionOfTurn(turnId) ?? '',
-          status: cancelled ? 'cancelled' : 'failed',
-          toolCalls: [],
-          events: [],
-          steps: 0,
-          error: { code: cancelled ? 'cancelled' : status.toLowerCase(), message: cause?.message ?? err.message },
-        };
+        return minimal(cause?.message ?? err.message);
       }
       throw err;
     }
@@ -125,6 +139,10 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       }
     },
 
+    async cancelTurn(turnId) {
+      await client.workflow.getHandle(turnId).cancel();
+    },
+
     async decideApproval(turnId, input) {
       try {
         const result = await client.workflow.getHandle(turnId).executeUpdate(approveToolCallUpdate, { args: [input] });
@@ -145,14 +163,19 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       if (!TURN_ID_PATTERN.test(turnId)) return null;
       const handle = client.workflow.getHandle(turnId);
       let status: string;
+      let owner: { id: string; tenant: string } | undefined;
       try {
-        status = (await handle.describe()).status.name;
+        const desc = await handle.describe();
+        status = desc.status.name;
+        const id = desc.typedSearchAttributes.get(UserIdKey);
+        const tenant = desc.typedSearchAttributes.get(TenantIdKey);
+        if (id && tenant) owner = { id, tenant };
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return null;
         throw err;
       }
       const state =
-        status === 'RUNNING' ? await handle.query(turnStateQuery, afterEventId) : await finalState(turnId, status);
+        status === 'RUNNING' ? await handle.query(turnStateQuery, afterEventId) : await finalState(turnId, status, owner);
       return afterEventId ? { ...state, events: state.events.filter((e) => e.id > afterEventId) } : state;
     },
 

@@ -139,6 +139,7 @@ export type TurnEventType =
   | 'notice'
   | 'approval_required'
   | 'approval_decided'
+  | 'cancelled'
   | 'done'
   | 'error';
 

@@ -1,7 +1,9 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancelledFailure,
   condition,
+  isCancellation,
   log,
   proxyActivities,
   setHandler,
@@ -133,78 +135,89 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     });
   };
 
-  emit('status', { status: 'running', phase: 'gathering_context' });
-  const [catalog, context] = await Promise.all([
-    discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []).catch(
-      (err: unknown): Catalog => {
-        log.warn('tool catalog unavailable', { error: describeFailure(err) });
-        emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
-        return { tools: [], servers: [] };
-      },
-    ),
-    options.context.resources.length + options.context.prompts.length > 0
-      ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context, user])
-      : Promise.resolve({ pieces: [], failures: [] }),
-  ]);
-  for (const f of context.failures) {
-    emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
-  }
-  const unavailable = catalog.servers.filter((s: Catalog['servers'][number]) => s.state === 'unavailable');
-  for (const s of unavailable) {
-    emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
-  }
-
-  // The model only ever sees the tools the caller may use.
-  const visibleTools = user && policy ? filterCatalog(policy, user, catalog.tools) : catalog.tools;
-  const llmTools = toLlmTools(visibleTools);
-  const messages: ChatMessage[] = buildInitialMessages({
-    systemPrompt: options.systemPrompt,
-    context: context.pieces,
-    unavailableServers: unavailable,
-    history: input.history,
-    userText: input.userText,
-  });
-
-  let finalText: string | undefined;
-  while (finalText === undefined) {
-    state.steps += 1;
-    const step = state.steps;
-    // Past the step limit the model gets no tools, which forces a text answer.
-    const offerTools = step <= options.maxSteps;
-    emit('status', { status: 'running', phase: 'calling_llm', step });
-    let response;
-    try {
-      response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
-        { turnId: input.turnId, step, messages, tools: offerTools ? llmTools : [] },
-      ]);
-    } catch (err) {
-      return fail(llmError(err));
+  try {
+    emit('status', { status: 'running', phase: 'gathering_context' });
+    const [catalog, context] = await Promise.all([
+      discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []).catch(
+        (err: unknown): Catalog => {
+          log.warn('tool catalog unavailable', { error: describeFailure(err) });
+          emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
+          return { tools: [], servers: [] };
+        },
+      ),
+      options.context.resources.length + options.context.prompts.length > 0
+        ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context, user])
+        : Promise.resolve({ pieces: [], failures: [] }),
+    ]);
+    for (const f of context.failures) {
+      emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
     }
-    if (response.toolCalls.length === 0 || !offerTools) {
-      finalText = response.text ?? '';
-      if (response.toolCalls.length > 0) {
-        finalText ||= `I stopped after ${options.maxSteps} tool steps without reaching an answer.`;
-      }
-      break;
+    const unavailable = catalog.servers.filter((s: Catalog['servers'][number]) => s.state === 'unavailable');
+    for (const s of unavailable) {
+      emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
     }
 
-    messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
-    const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
-    emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
-    // Independent calls of one step run in parallel; results go back in the model's order.
-    const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
-    planned.forEach((p, i) => {
-      const outcome = outcomes[i] as ToolOutcome;
-      const content = outcome.isError ? `Error: ${outcome.text}` : outcome.text;
-      messages.push({ role: 'tool', toolCallId: p.call.id, content: truncate(content, options.maxToolResultChars) });
+    // The model only ever sees the tools the caller may use.
+    const visibleTools = user && policy ? filterCatalog(policy, user, catalog.tools) : catalog.tools;
+    const llmTools = toLlmTools(visibleTools);
+    const messages: ChatMessage[] = buildInitialMessages({
+      systemPrompt: options.systemPrompt,
+      context: context.pieces,
+      unavailableServers: unavailable,
+      history: input.history,
+      userText: input.userText,
     });
-  }
 
-  state.status = 'completed';
-  state.text = finalText;
-  emit('text', { text: finalText });
-  emit('done', { status: 'completed' });
-  return state;
+    let finalText: string | undefined;
+    while (finalText === undefined) {
+      state.steps += 1;
+      const step = state.steps;
+      // Past the step limit the model gets no tools, which forces a text answer.
+      const offerTools = step <= options.maxSteps;
+      emit('status', { status: 'running', phase: 'calling_llm', step });
+      let response;
+      try {
+        response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
+          { turnId: input.turnId, step, messages, tools: offerTools ? llmTools : [] },
+        ]);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return fail(llmError(err));
+      }
+      if (response.toolCalls.length === 0 || !offerTools) {
+        finalText = response.text ?? '';
+        if (response.toolCalls.length > 0) {
+          finalText ||= `I stopped after ${options.maxSteps} tool steps without reaching an answer.`;
+        }
+        break;
+      }
+
+      messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
+      const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
+      emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
+      // Independent calls of one step run in parallel; results go back in the model's order.
+      const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
+      planned.forEach((p, i) => {
+        const outcome = outcomes[i] as ToolOutcome;
+        const content = outcome.isError ? `Error: ${outcome.text}` : outcome.text;
+        messages.push({ role: 'tool', toolCallId: p.call.id, content: truncate(content, options.maxToolResultChars) });
+      });
+    }
+
+    state.status = 'completed';
+    state.text = finalText;
+    emit('text', { text: finalText });
+    emit('done', { status: 'completed' });
+    return state;
+  } catch (err) {
+    // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
+    // cancelled (the server gets notifications/cancelled), no further tool call starts.
+    if (!isCancellation(err)) throw err;
+    state.status = 'cancelled';
+    for (const a of approvals) if (a.state === 'pending') a.state = 'rejected';
+    emit('cancelled', { status: 'cancelled' });
+    throw new CancelledFailure('The turn was cancelled.', [state]);
+  }
 
   async function recordAudit(entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>): Promise<void> {
     if (!user) return;
@@ -291,6 +304,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
           },
         ]);
       } catch (err) {
+        if (isCancellation(err)) throw err;
         // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
         outcome = { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
       }

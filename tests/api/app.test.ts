@@ -7,7 +7,7 @@ import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnState } from '../../src/shared/turn';
 
 /** A gateway over in-memory turns: the API's validation and framing, without Temporal. */
-function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: string[]; down: boolean; approvals: ApprovalOutcome[] } {
+function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: string[]; down: boolean; approvals: ApprovalOutcome[]; cancelled: string[] } {
   const turns = new Map<string, TurnState>();
   const started: string[] = [];
   const g = {
@@ -15,6 +15,10 @@ function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: 
     started,
     down: false,
     approvals: [] as ApprovalOutcome[],
+    cancelled: [] as string[],
+    async cancelTurn(turnId: string) {
+      g.cancelled.push(turnId);
+    },
     async decideApproval(): Promise<ApprovalOutcome> {
       return g.approvals.shift() ?? { kind: 'not_pending' };
     },
@@ -81,7 +85,7 @@ test.each([
   ['missing text', {}, 400, 'invalid_request'],
   ['wrong type', { text: 5 }, 400, 'invalid_request'],
   ['unknown field', { text: 'hi', extra: true }, 400, 'invalid_request'],
-  ['too long', { text: 'x'.repeat(101) }, 400, 'invalid_request'],
+  ['too long', { text: 'x'.repeat(101) }, 413, 'payload_too_large'],
   ['array body', [1, 2], 400, 'invalid_request'],
 ])('malformed body (%s) → %i %s, JSON error, no stack', async (_name, payload, status, code) => {
   const { app, gateway } = await setup();
@@ -225,4 +229,17 @@ test('message submission is rate limited per user (429 with retry-after), and pe
   expect((await post(app, '/v1/sessions/s/messages', { text: 'm' }, MALLORY)).statusCode).toBe(429);
   // Other tenants are unaffected.
   expect((await post(app, '/v1/sessions/s/messages', { text: 'm' }, EVE)).statusCode).toBe(202);
+});
+
+test('cancel: a running turn → 202; a finished one → 409; someone else → 404', async () => {
+  const { app, gateway } = await setup();
+  const { turnId } = (await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).json();
+  expect((await post(app, `/v1/turns/${turnId}/cancel`, {})).statusCode).toBe(409);
+  const t = gateway.turns.get(turnId) as TurnState;
+  gateway.turns.set(turnId, { ...t, status: 'running' });
+  expect((await post(app, `/v1/turns/${turnId}/cancel`, {}, MALLORY)).statusCode).toBe(404);
+  const res = await post(app, `/v1/turns/${turnId}/cancel`, {});
+  expect(res.statusCode).toBe(202);
+  expect(res.json()).toEqual({ turnId, status: 'cancelling' });
+  expect(gateway.cancelled).toEqual([turnId]);
 });

@@ -123,10 +123,31 @@ async function captureSecurity(): Promise<void> {
   }
 }
 
+/** A turn cancelled while process_payment was in flight. */
+async function captureCancel(): Promise<void> {
+  const sys = await startSchoolSystem({ toolDelays: 'process_payment=5000' });
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', "Process payment for student Bob's invoice");
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, {
+      stopAfter: (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment',
+      timeoutMs: 60_000,
+    });
+    await postJson(`${sys.apiUrl}/v1/turns/${body.turnId}/cancel`, {});
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-cancelled', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel]`: the groups to capture (default all). */
 async function all(): Promise<void> {
-  await main();
-  await captureSchool();
-  await captureSecurity();
+  const groups = process.argv.slice(2);
+  const want = (g: string) => groups.length === 0 || groups.includes(g);
+  if (want('basic')) await main();
+  if (want('school')) await captureSchool();
+  if (want('security')) await captureSecurity();
+  if (want('cancel')) await captureCancel();
 }
 
 all().catch((err: unknown) => {
