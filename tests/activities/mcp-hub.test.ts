@@ -2,15 +2,16 @@
  * The hub against real MCP servers in real processes: our notes server over stdio, Streamable HTTP
  * and legacy HTTP+SSE, and the reference "everything" server over stdio. No SDK mocks.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseMcpConfig, type McpConfig } from '../../src/mcp/config';
 import { McpPermanentError, McpServerHub, McpTransientError, type HubLogger } from '../../src/mcp/hub';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
+import { compileExamples, waitForExit } from '../helpers/compile-examples';
 import { CatalogSchema, type ToolOutcome } from '../../src/shared/tool-types';
 
 jest.setTimeout(60_000);
@@ -20,53 +21,12 @@ const EVERYTHING_SERVER = require.resolve('@modelcontextprotocol/server-everythi
 
 // ------------------------------------------------------------------ fixtures
 
-/**
- * Compiles just the notes server (and what it imports) into a private directory, so the test does
- * not depend on a prior `npm run build` nor on the rest of the tree compiling. The directory sits
- * under node_modules/.cache so the compiled file still resolves the repo's node_modules.
- */
-function buildNotesServer(outDir: string): string {
-  const tsc = require.resolve('typescript/bin/tsc', { paths: [REPO_ROOT] });
-  execFileSync(
-    process.execPath,
-    [
-      tsc,
-      path.join(REPO_ROOT, 'examples/servers/notes-server.ts'),
-      '--outDir', outDir,
-      '--rootDir', REPO_ROOT,
-      '--module', 'commonjs',
-      '--moduleResolution', 'node',
-      '--target', 'ES2022',
-      '--esModuleInterop',
-      '--skipLibCheck',
-      '--strict',
-      '--types', 'node',
-      '--sourceMap', 'false',
-    ],
-    { cwd: REPO_ROOT, stdio: 'pipe' },
-  );
-  const script = path.join(outDir, 'examples/servers/notes-server.js');
-  if (!existsSync(script)) throw new Error(`notes server was not built at ${script}`);
-  return script;
-}
-
 interface HttpServerProcess {
   child: ChildProcess;
   url: string;
   port: number;
   stderr: string[];
   stop(): Promise<void>;
-}
-
-function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
 
 function startNotesHttp(script: string, mode: 'http' | 'sse', dataFile: string, port = 0): Promise<HttpServerProcess> {
@@ -205,8 +165,6 @@ rl.on('line', (line) => {
 const SECRET_HEADER = 'Bearer s3cr3t-header-value';
 const SECRET_QUERY = 'q-s3cr3t-token';
 
-let cacheRoot: string;
-let buildDir: string;
 let dataDir: string;
 let notesScript: string;
 let web: HttpServerProcess;
@@ -231,11 +189,8 @@ function stdioNotes(dataFile: string): Record<string, unknown> {
 }
 
 beforeAll(async () => {
-  cacheRoot = path.join(REPO_ROOT, 'node_modules', '.cache', 'durable-mcp-tests');
-  mkdirSync(cacheRoot, { recursive: true });
-  buildDir = mkdtempSync(path.join(cacheRoot, 'hub-'));
   dataDir = mkdtempSync(path.join(tmpdir(), 'mcp-hub-test-'));
-  notesScript = buildNotesServer(buildDir);
+  [notesScript] = (await compileExamples(['examples/servers/notes-server.ts'], 'notes-server')) as [string];
   [web, legacy] = await Promise.all([
     startNotesHttp(notesScript, 'http', path.join(dataDir, 'web.json')),
     startNotesHttp(notesScript, 'sse', path.join(dataDir, 'legacy.json')),
@@ -262,12 +217,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(hubs.map((h) => h.close()));
   await Promise.all([web?.stop(), legacy?.stop()]);
-  if (buildDir) rmSync(buildDir, { recursive: true, force: true });
-  try {
-    rmdirSync(cacheRoot); // only if empty: another run may be using it
-  } catch {
-    // not empty or already gone
-  }
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 

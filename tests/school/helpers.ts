@@ -3,9 +3,9 @@
  * (stdio through the SDK client transport, Streamable HTTP as a child process), and call helpers
  * that send the `_meta` keys the host sends.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,90 +13,23 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
-import * as lockfile from 'proper-lockfile';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
+import { compileExamples, waitForExit } from '../helpers/compile-examples';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
-const SOURCE_DIR = path.join(REPO_ROOT, 'examples/servers/school');
 
 export type SchoolServerName = 'admin' | 'payments' | 'comms' | 'student' | 'teacher';
 export const SERVER_NAMES: readonly SchoolServerName[] = ['admin', 'payments', 'comms', 'student', 'teacher'];
 
 // ------------------------------------------------------------------ build
 
-/**
- * Compiles the school servers (and what they import) into a private directory under
- * node_modules/.cache, so the tests depend neither on a prior `npm run build` nor on the rest of the
- * tree compiling, and a concurrent `rm -rf dist` cannot pull the files away mid-test. The directory
- * is named after a hash of the sources: test files running in parallel share one build (under a
- * lock), and an unchanged tree is not rebuilt.
- */
+/** Compiles the school servers (see compileExamples) and returns each one's script. */
 export async function buildSchoolServers(): Promise<Record<SchoolServerName, string>> {
-  const sources = [
-    ...readdirSync(SOURCE_DIR)
-      .filter((f) => f.endsWith('.ts'))
-      .sort()
-      .map((f) => path.join(SOURCE_DIR, f)),
-    path.join(REPO_ROOT, 'src/shared/meta.ts'),
-  ];
-  const hash = createHash('sha256');
-  for (const file of sources) hash.update(file).update(readFileSync(file));
-  const cacheRoot = path.join(REPO_ROOT, 'node_modules/.cache/school-servers');
-  const digest = hash.digest('hex').slice(0, 16);
-  const outDir = path.join(cacheRoot, digest);
-  const scripts = Object.fromEntries(SERVER_NAMES.map((n) => [n, path.join(outDir, `examples/servers/school/${n}-server.js`)])) as Record<
-    SchoolServerName,
-    string
-  >;
-  const marker = path.join(outDir, '.built');
-  if (existsSync(marker)) return scripts;
-
-  mkdirSync(cacheRoot, { recursive: true });
-  const release = await lockfile.lock(path.join(cacheRoot, digest), {
-    realpath: false,
-    lockfilePath: path.join(cacheRoot, `${digest}.lock`),
-    stale: 60_000,
-    retries: { retries: 600, minTimeout: 100, maxTimeout: 250 },
-  });
-  try {
-    if (existsSync(marker)) return scripts;
-    rmSync(outDir, { recursive: true, force: true });
-    const tsc = require.resolve('typescript/bin/tsc', { paths: [REPO_ROOT] });
-    try {
-      execFileSync(
-        process.execPath,
-        [
-          tsc,
-          ...SERVER_NAMES.map((n) => path.join(SOURCE_DIR, `${n}-server.ts`)),
-          '--outDir', outDir,
-          '--rootDir', REPO_ROOT,
-          '--module', 'commonjs',
-          '--moduleResolution', 'node',
-          '--target', 'ES2022',
-          '--esModuleInterop',
-          '--skipLibCheck',
-          '--strict',
-          '--types', 'node',
-          '--sourceMap', 'false',
-        ],
-        { cwd: REPO_ROOT, stdio: 'pipe' },
-      );
-    } catch (error) {
-      const out = error as { stdout?: Buffer; stderr?: Buffer };
-      throw new Error(`compiling the school servers failed:\n${out.stdout?.toString() ?? ''}${out.stderr?.toString() ?? ''}`);
-    }
-    for (const script of Object.values(scripts)) {
-      if (!existsSync(script)) throw new Error(`school server was not built at ${script}`);
-    }
-    writeFileSync(marker, new Date().toISOString());
-    // Builds of older sources are of no further use.
-    for (const entry of readdirSync(cacheRoot)) {
-      if (entry !== digest && !entry.startsWith(`${digest}.`)) rmSync(path.join(cacheRoot, entry), { recursive: true, force: true });
-    }
-    return scripts;
-  } finally {
-    await release();
-  }
+  const scripts = await compileExamples(
+    SERVER_NAMES.map((n) => `examples/servers/school/${n}-server.ts`),
+    'school-servers',
+  );
+  return Object.fromEntries(SERVER_NAMES.map((n, i) => [n, scripts[i] as string])) as Record<SchoolServerName, string>;
 }
 
 // ------------------------------------------------------------------ temp data
@@ -186,17 +119,6 @@ export interface HttpServer {
   url: string;
   stderr: string[];
   stop(): Promise<void>;
-}
-
-function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
 
 /** Starts `script --http --port 0 --data FILE` and waits for its `<NAME>_SERVER_URL=` line. */
