@@ -20,7 +20,7 @@ import { loadPolicyFile } from '../src/api/auth';
 import { createTemporalGateway } from '../src/api/gateway';
 import { AuditLog } from '../src/audit';
 import type { Policy, UserContext } from '../src/core/policy';
-import { turnOptionsFrom } from '../src/config';
+import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import { createLlmClient } from '../src/llm/client';
 import { McpServerHub } from '../src/mcp/hub';
 import { createArgumentValidator } from '../src/mcp/validate-args';
@@ -144,9 +144,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 let turnCounter = 0;
 const runTag = Date.now().toString(36);
-function nextTurn(toolSteps: number): { turnId: string; text: string } {
+/** Every turn gets its own session: turns of one session run one after another, and the bench wants concurrency. */
+function nextTurn(toolSteps: number): { turnId: string; sessionId: string; text: string } {
   const key = `${runTag}${(turnCounter++).toString(36)}`;
-  return { turnId: `turn-${SESSION}-${key}`, text: benchMessage(toolSteps, key) };
+  const sessionId = `${SESSION}-${key}`;
+  return { turnId: `turn-${sessionId}-${key}`, sessionId, text: benchMessage(toolSteps, key) };
 }
 
 interface Paths {
@@ -158,7 +160,14 @@ interface Paths {
 function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, user: UserContext): Paths {
   const turnOptions = turnOptionsFrom(defaultHostConfig());
   // The API's own start code: same workflow id shape, input, search attributes, summary and reuse policy.
-  const gateway = createTemporalGateway({ client: sys.client, taskQueue: sys.taskQueue, turnOptions, policy, catalogCacheMs: 60_000 });
+  const gateway = createTemporalGateway({
+    client: sys.client,
+    taskQueue: sys.taskQueue,
+    turnOptions,
+    sessionSettings: sessionSettingsFrom(defaultHostConfig()),
+    policy,
+    catalogCacheMs: 60_000,
+  });
 
   const expectSteps = (where: string, toolSteps: number, steps: number, failed: number, text: string): void => {
     if (steps !== toolSteps + 1 || failed > 0 || !text.startsWith('Done:')) {
@@ -175,9 +184,9 @@ function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, user: U
       return r;
     },
     async durable(toolSteps) {
-      const { turnId, text } = nextTurn(toolSteps);
-      const { created } = await gateway.startTurn({ turnId, sessionId: SESSION, text, user });
-      if (!created) throw new Error(`turn ${turnId} already existed`);
+      const { turnId, sessionId, text } = nextTurn(toolSteps);
+      const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
+      if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
       const state = (await sys.client.workflow.getHandle(turnId).result()) as TurnState;
       const failed = state.toolCalls.filter((c) => c.isError).length;
       expectSteps('durable', toolSteps, state.steps, failed, state.text ?? '');

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ContextSpecSchema, type TurnOptions } from './shared/turn';
+import type { SessionSettings } from './workflows/definitions';
 
 /**
  * Every setting comes from the environment (and the files it names), is validated here once, and
@@ -71,6 +72,29 @@ export const HostConfigSchema = z
       })
       .strict()
       .default({ llmStartToCloseMs: 120_000, llmHeartbeatMs: 30_000, toolStartToCloseMs: 600_000, toolHeartbeatMs: 20_000 }),
+    /** Conversations (seed 004 HistoryManagementOptions plus the session workflow's limits). */
+    sessions: z
+      .object({
+        maxTokenCount: z.number().int().min(256).default(8_000),
+        summarizationThreshold: z.number().int().min(128).default(6_000),
+        retainNewestMessages: z.number().int().min(0).max(1_000).default(10),
+        maxQueuedTurns: z.number().int().min(0).max(1_000).default(16),
+        transcriptLimit: z.number().int().min(10).max(10_000).default(200),
+        maxTurnsPerRun: z.number().int().min(1).max(10_000).default(500),
+      })
+      .strict()
+      .refine((s) => s.summarizationThreshold <= s.maxTokenCount, {
+        message: 'summarizationThreshold must not exceed maxTokenCount',
+        path: ['summarizationThreshold'],
+      })
+      .default({
+        maxTokenCount: 8_000,
+        summarizationThreshold: 6_000,
+        retainNewestMessages: 10,
+        maxQueuedTurns: 16,
+        transcriptLimit: 200,
+        maxTurnsPerRun: 500,
+      }),
   })
   .strict();
 export type HostConfig = z.infer<typeof HostConfigSchema>;
@@ -108,5 +132,15 @@ export function turnOptionsFrom(host: HostConfig): TurnOptions {
     mcpRetry: host.mcpRetry,
     maxToolResultChars: host.maxToolResultChars,
     timeouts: host.timeouts,
+  };
+}
+
+export function sessionSettingsFrom(host: HostConfig): SessionSettings {
+  const s = host.sessions;
+  return {
+    history: { maxTokenCount: s.maxTokenCount, summarizationThreshold: s.summarizationThreshold, retainNewestMessages: s.retainNewestMessages },
+    maxQueuedTurns: s.maxQueuedTurns,
+    transcriptLimit: s.transcriptLimit,
+    maxTurnsPerRun: s.maxTurnsPerRun,
   };
 }

@@ -8,7 +8,7 @@ import type { ContextPiece } from '../core/host-loop';
 import type { UserContext } from '../core/policy';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
-import type { ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
+import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
 import type { Logger } from '../logger';
 
 export interface ArgumentCheck {
@@ -62,6 +62,13 @@ export interface ToolCallInput {
   toolCallId?: string;
   /** See TurnInput.sealedToken. */
   sealedToken?: string;
+}
+
+export interface SummarizeInput {
+  sessionId: string;
+  previousSummary?: string;
+  messages: ChatMessage[];
+  maxChars: number;
 }
 
 export interface GatheredContext {
@@ -162,6 +169,43 @@ export function createActivities(deps: ActivityDeps) {
           });
         }
       });
+    },
+
+    /**
+     * Condenses older conversation messages (and the previous summary) into a new summary, so long
+     * sessions keep their gist within the model's context window.
+     */
+    async summarizeConversation(input: SummarizeInput): Promise<{ summary: string }> {
+      const ctx = Context.current();
+      const transcript = input.messages
+        .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : ''}`)
+        .join('\n');
+      const request: LlmRequest = {
+        turnId: `summary-${input.sessionId}`,
+        step: 1,
+        tools: [],
+        messages: [
+          {
+            role: 'system',
+            content: `You summarize conversations for an assistant's memory. Keep facts, names, numbers, decisions and open requests; drop pleasantries. Answer with the summary only, at most ${Math.floor(input.maxChars / 2)} characters.`,
+          },
+          {
+            role: 'user',
+            content: `Summarize the conversation below (${input.messages.length} messages).${input.previousSummary ? `\n\nEarlier summary:\n${input.previousSummary}` : ''}\n\nConversation:\n${transcript}`,
+          },
+        ],
+      };
+      try {
+        const response = await withHeartbeats(() => deps.llm.complete(request, { signal: ctx.cancellationSignal }));
+        const summary = (response.text ?? '').trim();
+        if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', 'LlmRequestRejected');
+        return { summary: summary.slice(0, input.maxChars) };
+      } catch (err) {
+        if (err instanceof ApplicationFailure) throw err;
+        const failure = classifyLlmError(err, deps.secrets);
+        if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, 'LlmRequestRejected');
+        throw ApplicationFailure.create({ message: failure.message, type: 'LlmUnavailable' });
+      }
     },
 
     async callTool(input: ToolCallInput): Promise<ToolOutcome> {

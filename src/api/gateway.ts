@@ -1,16 +1,17 @@
+import { createHash } from 'node:crypto';
 import {
   type Client,
-  WorkflowExecutionAlreadyStartedError,
+  WithStartWorkflowOperation,
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
-import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { sealToken } from '../security/seal';
-import { sessionOfTurn, TURN_ID_PATTERN } from '../shared/ids';
+import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { ContextSpec, TurnInput, TurnOptions, TurnState } from '../shared/turn';
+import type { ContextSpec, TurnOptions, TurnState } from '../shared/turn';
 import type { Policy, UserContext } from '../core/policy';
 import {
   APPROVAL_ALREADY_DECIDED,
@@ -19,25 +20,50 @@ import {
   type ApprovalInput,
   approveToolCallUpdate,
   CATALOG_WORKFLOW_TYPE,
+  SESSION_BUSY,
+  SESSION_FORBIDDEN,
   SESSION_ID_SEARCH_ATTRIBUTE,
+  SESSION_WORKFLOW_TYPE,
+  SessionIdKey,
+  type SessionInput,
+  type SessionSettings,
+  type SessionView,
+  sessionStateQuery,
+  type SubmitMessageInput,
+  submitMessageUpdate,
   TENANT_ID_SEARCH_ATTRIBUTE,
+  TenantIdKey,
   USER_ID_SEARCH_ATTRIBUTE,
+  UserIdKey,
   TURN_FAILED_ERROR_TYPE,
-  TURN_WORKFLOW_TYPE,
   turnStateQuery,
 } from '../workflows/definitions';
 
-export const SessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
-export const UserIdKey = defineSearchAttributeKey(USER_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
-export const TenantIdKey = defineSearchAttributeKey(TENANT_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
+export { SessionIdKey, TenantIdKey, UserIdKey };
+
+/**
+ * Sessions are per owner: two users who both name a session "demo" have two conversations. The
+ * workflow id carries a hash of tenant and user (not the ids themselves, which stay out of ids).
+ */
+export function ownerKey(user: { id: string; tenant: string }): string {
+  return createHash('sha256').update(`${user.tenant}\n${user.id}`).digest('hex').slice(0, 16);
+}
 
 /** Everything the API needs from Temporal, behind one seam (tests of validation can fake it). */
 export type ApprovalOutcome =
   | { kind: 'decided'; decision: 'approved' | 'rejected' }
   | { kind: 'not_pending' | 'already_decided' | 'forbidden' };
 
+export type SubmitOutcome =
+  | { kind: 'accepted'; created: boolean; position: number }
+  /** The session's queue is full (SessionSettings.maxQueuedTurns). */
+  | { kind: 'busy' };
+
 export interface TurnGateway {
-  startTurn(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string }): Promise<{ created: boolean }>;
+  /** Adds a message to the caller's session (started if new); its turn runs after those queued before it. */
+  submitMessage(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string }): Promise<SubmitOutcome>;
+  /** The caller's session, or null when they have none under that id. */
+  getSession(user: UserContext, sessionId: string): Promise<SessionView | null>;
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** Requests cancellation; the workflow stops at its next step and reports `cancelled`. */
   cancelTurn(turnId: string): Promise<void>;
@@ -61,6 +87,7 @@ export interface GatewayOptions {
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
   catalogTimeoutMs?: number;
+  sessionSettings: SessionSettings;
 }
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
@@ -107,34 +134,54 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   }
 
   return {
-    async startTurn({ turnId, sessionId, text, user, token }) {
-      const input: TurnInput = {
+    async submitMessage({ turnId, sessionId, text, user, token }) {
+      const owner = { id: user.id, tenant: user.tenant };
+      const message: SubmitMessageInput = {
         turnId,
-        sessionId,
-        userText: text,
+        text,
         user,
         policy: opts.policy,
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
-        history: [],
         options: { ...opts.turnOptions, context: opts.contextByRole?.[user.role] ?? opts.turnOptions.context },
       };
+      const sessionInput: SessionInput = { sessionId, owner, settings: opts.sessionSettings };
       try {
-        await client.workflow.start(TURN_WORKFLOW_TYPE, {
-          workflowId: turnId,
-          taskQueue: opts.taskQueue,
-          args: [input],
-          // A repeated Idempotency-Key must find the same turn, even after it closed.
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: [
-            { key: SessionIdKey, value: sessionId },
-            { key: UserIdKey, value: user.id },
-            { key: TenantIdKey, value: user.tenant },
-          ],
-          staticSummary: `Turn of session ${sessionId}: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
+        // Update-with-start: the session workflow is created by its first message, atomically.
+        const result = await client.workflow.executeUpdateWithStart(submitMessageUpdate, {
+          args: [message],
+          startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW_TYPE, {
+            workflowId: sessionWorkflowId(ownerKey(owner), sessionId),
+            taskQueue: opts.taskQueue,
+            args: [sessionInput],
+            workflowIdConflictPolicy: 'USE_EXISTING',
+            typedSearchAttributes: [
+              { key: SessionIdKey, value: sessionId },
+              { key: UserIdKey, value: user.id },
+              { key: TenantIdKey, value: user.tenant },
+            ],
+            staticSummary: `Session ${sessionId}`,
+          }),
         });
-        return { created: true };
+        return { kind: 'accepted', created: result.created, position: result.position };
       } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return { created: false };
+        if (err instanceof WorkflowUpdateFailedError) {
+          const message = err.cause?.message ?? '';
+          if (message.includes(SESSION_BUSY)) return { kind: 'busy' };
+          // Cannot happen through the API (the workflow id is derived from the caller), so it is a bug.
+          if (message.includes(SESSION_FORBIDDEN)) throw new Error(`session ${sessionId}: owner mismatch`);
+        }
+        throw err;
+      }
+    },
+
+    async getSession(user, sessionId) {
+      const handle = client.workflow.getHandle(sessionWorkflowId(ownerKey(user), sessionId));
+      try {
+        const view = await handle.query(sessionStateQuery);
+        if (view.owner.id !== user.id || view.owner.tenant !== user.tenant) return null;
+        return view;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return null;
         throw err;
       }
     },

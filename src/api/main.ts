@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { ConfigError, loadEnvConfig, loadHostConfig, turnOptionsFrom } from '../config';
+import { ConfigError, loadEnvConfig, loadHostConfig, sessionSettingsFrom, turnOptionsFrom } from '../config';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
 import { createAuthenticator, loadAuthConfig, loadPolicyFile } from './auth';
@@ -21,6 +21,7 @@ async function main(): Promise<void> {
       client,
       taskQueue: env.TASK_QUEUE,
       turnOptions: turnOptionsFrom(host),
+      sessionSettings: sessionSettingsFrom(host),
       contextByRole: host.contextByRole,
       policy,
       ...(env.TOKEN_SEAL_KEY ? { tokenSealKey: env.TOKEN_SEAL_KEY } : {}),

@@ -1,7 +1,7 @@
 /**
  * Runs the demo model as a standalone process:
  *
- *   node dist/src/cli/demo-model.js --rules <file> [--port N] [--host H] [--api-key K]
+ *   node dist/src/cli/demo-model.js --rules <file> [--port N] [--host H] [--api-key K] [--chunk-delay-ms MS]
  *
  * Stdout carries exactly one line, `DEMO_MODEL_URL=<url>`, once the server listens; start scripts
  * and tests parse it, so every log line goes to stderr. A bad rules file exits with code 2 and names
@@ -39,7 +39,7 @@ export function loadRulesFile(file: string): ResolvedDemoRules {
   }
 }
 
-function parseCli(argv: string[]): { rules: string; port: number; host: string; apiKey?: string } {
+function parseCli(argv: string[]): { rules: string; port: number; host: string; apiKey?: string; chunkDelayMs: number } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -47,13 +47,18 @@ function parseCli(argv: string[]): { rules: string; port: number; host: string; 
       port: { type: 'string', default: '0' },
       host: { type: 'string', default: '127.0.0.1' },
       'api-key': { type: 'string' },
+      'chunk-delay-ms': { type: 'string', default: '0' },
     },
     strict: true,
   });
   if (!values.rules) throw new UsageError('missing --rules <file>');
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`invalid --port ${values.port}`);
-  return { rules: values.rules, port, host: values.host, apiKey: values['api-key'] };
+  const chunkDelayMs = Number(values['chunk-delay-ms']);
+  if (!Number.isInteger(chunkDelayMs) || chunkDelayMs < 0 || chunkDelayMs > 60_000) {
+    throw new UsageError(`invalid --chunk-delay-ms ${values['chunk-delay-ms']}`);
+  }
+  return { rules: values.rules, port, host: values.host, apiKey: values['api-key'], chunkDelayMs };
 }
 
 async function main(): Promise<void> {
@@ -65,11 +70,18 @@ async function main(): Promise<void> {
     rules = loadRulesFile(args.rules);
   } catch (err) {
     process.stderr.write(`demo-model: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.stderr.write('usage: demo-model --rules <file> [--port N] [--host H] [--api-key K]\n');
+    process.stderr.write('usage: demo-model --rules <file> [--port N] [--host H] [--api-key K] [--chunk-delay-ms MS]\n');
     process.exit(2);
   }
 
-  const handle = await startDemoModel({ rules, host: args.host, port: args.port, apiKey: args.apiKey, logger });
+  const handle = await startDemoModel({
+    rules,
+    host: args.host,
+    port: args.port,
+    apiKey: args.apiKey,
+    chunkDelayMs: args.chunkDelayMs,
+    logger,
+  });
   process.stdout.write(`DEMO_MODEL_URL=${handle.url}\n`);
 
   let stopping = false;

@@ -35,11 +35,13 @@ export const FaultSchema = z
     hangup: z.boolean().optional(),
     /** With `hangup` on a streaming request: send this many SSE chunks first. */
     afterChunks: z.number().int().nonnegative().optional(),
+    /** On a streaming request: wait this long after each text delta (overrides the server's chunkDelayMs). */
+    chunkDelayMs: z.number().int().nonnegative().max(60_000).optional(),
     /** How many chat-completion requests this fault applies to. */
     times: z.number().int().positive().default(1),
   })
-  .refine((f) => f.status !== undefined || f.delayMs !== undefined || f.hangup === true, {
-    message: 'a fault needs status, delayMs or hangup',
+  .refine((f) => f.status !== undefined || f.delayMs !== undefined || f.hangup === true || f.chunkDelayMs !== undefined, {
+    message: 'a fault needs status, delayMs, hangup or chunkDelayMs',
   });
 export type Fault = z.input<typeof FaultSchema>;
 type ResolvedFault = z.output<typeof FaultSchema>;
@@ -71,6 +73,11 @@ export interface DemoModelOptions {
   /** When set, /v1 requests without `Authorization: Bearer <apiKey>` get a 401. */
   apiKey?: string;
   logger?: DemoModelLogger;
+  /**
+   * Pause after each streamed text delta, so text arrives over time as from a real model (live
+   * streaming can then be watched, and tested). 0, the default, only yields between chunks.
+   */
+  chunkDelayMs?: number;
 }
 
 export interface DemoModelHandle {
@@ -213,6 +220,8 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
   let rules: ResolvedDemoRules = parseDemoRules(opts.rules);
   const host = opts.host ?? '127.0.0.1';
   const logger = opts.logger;
+  const chunkDelayMs = opts.chunkDelayMs ?? 0;
+  if (!Number.isInteger(chunkDelayMs) || chunkDelayMs < 0) throw new Error(`demo model: invalid chunkDelayMs ${chunkDelayMs}`);
   let faults: ResolvedFault[] = [];
   let recorded: RecordedRequest[] = [];
   let closed = false;
@@ -221,6 +230,10 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
 
   const sleep = (ms: number): Promise<void> =>
     new Promise((resolve) => {
+      if (closed) {
+        resolve();
+        return;
+      }
       const sleeper = {
         timer: setTimeout(() => {
           sleepers.delete(sleeper);
@@ -323,6 +336,8 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
         reply,
         usage: request.stream_options?.include_usage === true ? usage : undefined,
         hangupAfter,
+        chunkDelayMs: fault?.chunkDelayMs ?? chunkDelayMs,
+        sleep,
       });
       return;
     }
@@ -481,6 +496,10 @@ interface StreamPlan {
   reply: Extract<DemoAnswer, { ok: true }>;
   usage: ReturnType<typeof usageFor> | undefined;
   hangupAfter: number | undefined;
+  /** Pause after each text delta (0: just yield). */
+  chunkDelayMs: number;
+  /** The server's tracked sleep, so close() does not wait for a slow stream. */
+  sleep: (ms: number) => Promise<void>;
 }
 
 async function streamReply(res: http.ServerResponse, plan: StreamPlan): Promise<void> {
@@ -489,6 +508,7 @@ async function streamReply(res: http.ServerResponse, plan: StreamPlan): Promise<
   // With include_usage, OpenAI sends `usage: null` on every chunk but the last; clients may rely on it.
   const usageField = usage ? { usage: null } : {};
   const chunks: unknown[] = [];
+  const textChunks = new Set<unknown>();
   const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
     ...base,
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
@@ -496,7 +516,11 @@ async function streamReply(res: http.ServerResponse, plan: StreamPlan): Promise<
   });
 
   chunks.push(choice({ role: 'assistant', content: '', refusal: null }));
-  for (const piece of textPieces(reply.text ?? '')) chunks.push(choice({ content: piece }));
+  for (const piece of textPieces(reply.text ?? '')) {
+    const chunk = choice({ content: piece });
+    chunks.push(chunk);
+    textChunks.add(chunk);
+  }
   reply.toolCalls.forEach((call, index) => {
     chunks.push(
       choice({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
@@ -523,7 +547,8 @@ async function streamReply(res: http.ServerResponse, plan: StreamPlan): Promise<
     res.write(`data: ${JSON.stringify(chunk)}\n\n`);
     sent++;
     // Yielding between chunks lets them reach the client separately, as from a real model.
-    await tick();
+    if (plan.chunkDelayMs > 0 && textChunks.has(chunk)) await plan.sleep(plan.chunkDelayMs);
+    else await tick();
   }
   if (writable(res)) res.end('data: [DONE]\n\n');
 }

@@ -3,8 +3,9 @@
 export const SESSION_ID_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const TURN_ID_PATTERN = /^turn-[a-zA-Z0-9_-]{1,64}-[a-z0-9]{1,40}$/;
 
-export function sessionWorkflowId(sessionId: string): string {
-  return `session-${sessionId}`;
+/** Workflow id of a session: per owner (`ownerKey` is a hash of tenant and user), then the client's id. */
+export function sessionWorkflowId(ownerKey: string, sessionId: string): string {
+  return `session-${ownerKey}-${sessionId}`;
 }
 
 /** Workflow id of a turn: the turn id itself, built from the session and a per-request key. */

@@ -109,6 +109,11 @@ export interface TurnInput {
   sealedToken?: string;
   /** Earlier messages of the conversation, oldest first. */
   history: ChatMessage[];
+  /**
+   * Started by a session workflow: wait for its `beginTurn` signal, which carries the history.
+   * Absent in standalone turns (and in turns started before sessions existed).
+   */
+  queued?: boolean;
   options: TurnOptions;
 }
 

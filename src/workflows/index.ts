@@ -1,2 +1,3 @@
 export { turnWorkflow } from './turn';
 export { catalogWorkflow } from './catalog';
+export { sessionWorkflow } from './session';

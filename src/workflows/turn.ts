@@ -31,6 +31,7 @@ import {
   APPROVAL_FORBIDDEN,
   APPROVAL_NOT_PENDING,
   approveToolCallUpdate,
+  beginTurnSignal,
   TURN_FAILED_ERROR_TYPE,
   turnStateQuery,
 } from './definitions';
@@ -135,7 +136,17 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     });
   };
 
+  // A turn of a session waits for its parent's go (the previous turn finished) and gets the
+  // conversation so far with it; a standalone turn carries its history in the input.
+  let begin: { history: ChatMessage[] } | undefined;
+  if (input.queued) setHandler(beginTurnSignal, (b) => void (begin ??= b));
+
   try {
+    if (input.queued) {
+      emit('status', { status: 'running', phase: 'queued' });
+      await condition(() => begin !== undefined);
+    }
+    const history = begin?.history ?? input.history;
     emit('status', { status: 'running', phase: 'gathering_context' });
     const [catalog, context] = await Promise.all([
       discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []).catch(
@@ -164,7 +175,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       systemPrompt: options.systemPrompt,
       context: context.pieces,
       unavailableServers: unavailable,
-      history: input.history,
+      history,
       userText: input.userText,
     });
 

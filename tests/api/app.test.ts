@@ -5,9 +5,19 @@ import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import type { UserContext } from '../../src/core/policy';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnState } from '../../src/shared/turn';
+import type { TranscriptMessage } from '../../src/core/history';
+import type { SessionView } from '../../src/workflows/definitions';
 
 /** A gateway over in-memory turns: the API's validation and framing, without Temporal. */
-function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: string[]; down: boolean; approvals: ApprovalOutcome[]; cancelled: string[] } {
+function fakeGateway(): TurnGateway & {
+  turns: Map<string, TurnState>;
+  started: string[];
+  down: boolean;
+  busy: boolean;
+  approvals: ApprovalOutcome[];
+  cancelled: string[];
+  sessions: Map<string, TranscriptMessage[]>;
+} {
   const turns = new Map<string, TurnState>();
   const started: string[] = [];
   const g = {
@@ -22,15 +32,28 @@ function fakeGateway(): TurnGateway & { turns: Map<string, TurnState>; started: 
     async decideApproval(): Promise<ApprovalOutcome> {
       return g.approvals.shift() ?? { kind: 'not_pending' };
     },
-    async startTurn({ turnId, sessionId, user }: { turnId: string; sessionId: string; text: string; user: UserContext }) {
+    busy: false,
+    async submitMessage({ turnId, sessionId, text, user }: { turnId: string; sessionId: string; text: string; user: UserContext }) {
       if (g.down) throw new Error('connect ECONNREFUSED 127.0.0.1:7233');
-      if (turns.has(turnId)) return { created: false };
+      if (g.busy) return { kind: 'busy' as const };
+      if (turns.has(turnId)) return { kind: 'accepted' as const, created: false, position: 0 };
       started.push(turnId);
       turns.set(turnId, {
         turnId, sessionId, owner: { id: user.id, tenant: user.tenant }, status: 'completed', text: 'hi', toolCalls: [], steps: 1,
         events: [1, 2, 3].map((id) => ({ id, type: id === 3 ? 'done' : 'status', at: 'now', data: { n: id } })),
       });
-      return { created: true };
+      const key = `${user.tenant}/${user.id}/${sessionId}`;
+      const list = g.sessions.get(key) ?? [];
+      list.push({ index: list.length, role: 'user', content: text, turnId, at: 'now', status: 'completed' });
+      list.push({ index: list.length, role: 'assistant', content: 'hi', turnId, at: 'now', status: 'completed' });
+      g.sessions.set(key, list);
+      return { kind: 'accepted' as const, created: true, position: 0 };
+    },
+    sessions: new Map<string, TranscriptMessage[]>(),
+    async getSession(user: UserContext, sessionId: string): Promise<SessionView | null> {
+      const messages = g.sessions.get(`${user.tenant}/${user.id}/${sessionId}`);
+      if (!messages) return null;
+      return { sessionId, owner: { id: user.id, tenant: user.tenant }, messages, totalMessages: messages.length, turnsCompleted: messages.length / 2, queuedTurnIds: [], run: 1 };
     },
     async getTurn(turnId: string, after?: number) {
       const t = turns.get(turnId);
@@ -242,4 +265,46 @@ test('cancel: a running turn → 202; a finished one → 409; someone else → 4
   expect(res.statusCode).toBe(202);
   expect(res.json()).toEqual({ turnId, status: 'cancelling' });
   expect(gateway.cancelled).toEqual([turnId]);
+});
+
+describe('sessions', () => {
+  test('GET /v1/sessions/:id/messages returns the caller\'s conversation; unknown or foreign sessions are 404', async () => {
+    const { app } = await setup();
+    expect((await app.inject({ method: 'GET', url: '/v1/sessions/s9/messages' })).statusCode).toBe(404);
+    await post(app, '/v1/sessions/s9/messages', { text: 'first' });
+    await post(app, '/v1/sessions/s9/messages', { text: 'second' });
+    const res = await app.inject({ method: 'GET', url: '/v1/sessions/s9/messages' });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.messages.map((m: { role: string; content: string }) => `${m.role}:${m.content}`)).toEqual([
+      'user:first', 'assistant:hi', 'user:second', 'assistant:hi',
+    ]);
+    expect(body).toMatchObject({ sessionId: 's9', totalMessages: 4, firstRetainedIndex: 0, queuedTurnIds: [] });
+    const other = await app.inject({ method: 'GET', url: '/v1/sessions/s9/messages', headers: MALLORY });
+    expect(other.statusCode).toBe(404);
+    expect(other.json().error.code).toBe('not_found');
+    const bad = await app.inject({ method: 'GET', url: '/v1/sessions/bad%20id/messages' });
+    expect(bad.statusCode).toBe(400);
+  });
+
+  test('a full session queue answers 409 session_busy and starts nothing', async () => {
+    const { app, gateway } = await setup();
+    gateway.busy = true;
+    const res = await post(app, '/v1/sessions/s1/messages', { text: 'hello' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.code).toBe('session_busy');
+    expect(gateway.started).toEqual([]);
+  });
+
+  test('the same Idempotency-Key from two users makes two turns', async () => {
+    const { app } = await setup();
+    const a = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1' });
+    const b = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1', ...MALLORY });
+    const again = await post(app, '/v1/sessions/s1/messages', { text: 'hi' }, { 'idempotency-key': 'k-1' });
+    expect(a.statusCode).toBe(202);
+    expect(b.statusCode).toBe(202);
+    expect(b.json().turnId).not.toBe(a.json().turnId);
+    expect(again.statusCode).toBe(200);
+    expect(again.json().turnId).toBe(a.json().turnId);
+  });
 });

@@ -11,7 +11,7 @@ import type { Policy } from '../../src/core/policy';
 import { setDefaultToken } from './http';
 import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
-import { HostConfigSchema, turnOptionsFrom } from '../../src/config';
+import { HostConfigSchema, sessionSettingsFrom, turnOptionsFrom } from '../../src/config';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 
@@ -213,6 +213,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
         policy: opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json')),
         ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
         turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
+        sessionSettings: sessionSettingsFrom(defaultHostConfig(opts.host)),
         contextByRole: defaultHostConfig(opts.host).contextByRole,
         catalogCacheMs: 0,
         catalogTimeoutMs: 10_000,

@@ -240,7 +240,7 @@ describe('demo model server: faults', () => {
   it('rejects malformed faults', async () => {
     const res = await rawFetch('/__demo/faults', { method: 'POST', body: JSON.stringify([{ times: 1 }]) });
     expect(res.status).toBe(400);
-    expect(JSON.stringify(res.body)).toContain('a fault needs status, delayMs or hangup');
+    expect(JSON.stringify(res.body)).toContain('a fault needs status, delayMs, hangup or chunkDelayMs');
     expect(() => demo.setFaults([{ status: 200 }])).toThrow();
   });
 
@@ -252,6 +252,62 @@ describe('demo model server: faults', () => {
     const quick = Date.now();
     await client.chat.completions.create({ model: 'demo-model', messages: [user('hello')] });
     expect(Date.now() - quick).toBeLessThan(280);
+  });
+
+  it('spaces streamed text deltas in time, per request (fault) or server-wide', async () => {
+    /** Arrival times of the text deltas of one streamed answer, relative to the request. */
+    const timings = async (c: OpenAI): Promise<{ at: number[]; text: string }> => {
+      const started = Date.now();
+      const at: number[] = [];
+      let text = '';
+      const stream = await c.chat.completions.create({ model: 'demo-model', messages: [user('hello')], stream: true });
+      for await (const chunk of stream) {
+        const piece = chunk.choices[0]?.delta.content ?? '';
+        if (piece === '') continue;
+        at.push(Date.now() - started);
+        text += piece;
+      }
+      return { at, text };
+    };
+
+    demo.setFaults([{ chunkDelayMs: 40 }]);
+    const slow = await timings(client);
+    expect(slow.text).toBe('Hello there, I am the demo model and I stream in small pieces.');
+    expect(slow.at.length).toBeGreaterThan(5);
+    // The first delta is visible long before the last one: what live streaming tests need.
+    expect((slow.at.at(-1) ?? 0) - (slow.at[0] ?? 0)).toBeGreaterThanOrEqual((slow.at.length - 1) * 40 * 0.8);
+
+    const quick = await timings(client);
+    expect((quick.at.at(-1) ?? 0) - (quick.at[0] ?? 0)).toBeLessThan(200);
+
+    const paced = await startDemoModel({ rules, chunkDelayMs: 25 });
+    try {
+      const c = new OpenAI({ baseURL: paced.url, apiKey: 'demo', maxRetries: 0 });
+      const spaced = await timings(c);
+      expect((spaced.at.at(-1) ?? 0) - (spaced.at[0] ?? 0)).toBeGreaterThanOrEqual((spaced.at.length - 1) * 25 * 0.8);
+      // Non-streaming answers are not delayed.
+      const plain = Date.now();
+      await c.chat.completions.create({ model: 'demo-model', messages: [user('hello')] });
+      expect(Date.now() - plain).toBeLessThan(200);
+    } finally {
+      await paced.close();
+    }
+  });
+
+  it('closes promptly while a slowly streamed answer is in flight', async () => {
+    const paced = await startDemoModel({ rules, chunkDelayMs: 10_000 });
+    const c = new OpenAI({ baseURL: paced.url, apiKey: 'demo', maxRetries: 0 });
+    const stream = await c.chat.completions.create({ model: 'demo-model', messages: [user('hello')], stream: true });
+    const reading = (async () => {
+      for await (const _chunk of stream) {
+        // drain
+      }
+    })().catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await paced.close();
+    expect(Date.now() - started).toBeLessThan(2000);
+    await reading;
   });
 
   it('hangs up, immediately or in the middle of a stream', async () => {
@@ -362,5 +418,9 @@ describe('demo model server: robustness and inspection', () => {
     expect(pieces.join('')).toBe(text);
     expect(pieces.every((p) => p.length <= 8)).toBe(true);
     expect(textPieces('')).toEqual([]);
+    // A long reply, with or without spaces, streams as many deltas.
+    const long = 'word '.repeat(200);
+    expect(textPieces(long).length).toBe(200);
+    expect(textPieces('x'.repeat(100)).length).toBe(13);
   });
 });

@@ -1,0 +1,143 @@
+/**
+ * Conversation history management (seed 004 `HistoryManagementOptions`): which messages the LLM sees,
+ * when older ones are condensed into a summary, and how the stored transcript stays bounded.
+ * Pure: the session workflow calls these, so they must replay identically (no clocks, no I/O).
+ */
+import type { ChatMessage } from '../shared/turn';
+
+export interface HistoryOptions {
+  /** Most tokens of conversation (summary + messages) sent to the LLM with a new user message. */
+  maxTokenCount: number;
+  /** Above this many tokens of unsummarized conversation, older messages are summarized. */
+  summarizationThreshold: number;
+  /** Always kept verbatim (never summarized, never pruned before older ones). */
+  retainNewestMessages: number;
+}
+
+export const DEFAULT_HISTORY_OPTIONS: HistoryOptions = {
+  maxTokenCount: 8_000,
+  summarizationThreshold: 6_000,
+  retainNewestMessages: 10,
+};
+
+/** One message of the conversation as users see it (GET /v1/sessions/:id/messages). */
+export interface TranscriptMessage {
+  /** 0-based position in the whole conversation; stable across continue-as-new. */
+  index: number;
+  role: 'user' | 'assistant';
+  content: string;
+  turnId: string;
+  at: string;
+  /** The turn's outcome; user messages carry it too, so a queued or failed request is visible. */
+  status: 'queued' | 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled';
+}
+
+/**
+ * A rough token count: about four characters per token for English text plus a few tokens of
+ * per-message overhead. Good enough for a budget; a real tokenizer would tie us to one model family.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4) + 4;
+}
+
+/** The messages that form the model's memory: completed exchanges only, oldest first. */
+export function llmMessagesOf(transcript: readonly TranscriptMessage[], fromIndex: number): ChatMessage[] {
+  return transcript
+    .filter((m) => m.index >= fromIndex && m.status === 'completed')
+    .map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
+}
+
+export interface SummaryPlan {
+  /** Messages to fold into the summary now (oldest first); empty when no summary is due. */
+  toSummarize: ChatMessage[];
+  /** Transcript index from which messages stay verbatim after this summary. */
+  nextSummarizedUpTo: number;
+}
+
+/**
+ * Decides whether older messages should be summarized: when the unsummarized conversation (and the
+ * current summary) exceeds the threshold, everything but the newest `retainNewestMessages` goes.
+ */
+export function planSummary(
+  transcript: readonly TranscriptMessage[],
+  summarizedUpTo: number,
+  summary: string | undefined,
+  opts: HistoryOptions,
+): SummaryPlan {
+  const live = transcript.filter((m) => m.index >= summarizedUpTo && isSettled(m));
+  const tokens = (summary ? estimateTokens(summary) : 0) + live.reduce((n, m) => n + estimateTokens(m.content), 0);
+  if (tokens <= opts.summarizationThreshold || live.length <= opts.retainNewestMessages) {
+    return { toSummarize: [], nextSummarizedUpTo: summarizedUpTo };
+  }
+  const cut = live[live.length - opts.retainNewestMessages];
+  const boundary = cut ? cut.index : summarizedUpTo;
+  const toSummarize = live
+    .filter((m) => m.index < boundary && m.status === 'completed')
+    .map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
+  return { toSummarize, nextSummarizedUpTo: boundary };
+}
+
+function isSettled(m: TranscriptMessage): boolean {
+  return m.status === 'completed' || m.status === 'failed' || m.status === 'cancelled';
+}
+
+/**
+ * The history handed to a new turn: the summary (as a system message) and the newest messages that
+ * fit in `maxTokenCount`, oldest dropped first. The newest message is always kept, truncated if it
+ * alone is over budget, so the model never loses the immediately preceding exchange entirely.
+ */
+export function pruneForLlm(summary: string | undefined, messages: readonly ChatMessage[], maxTokenCount: number): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let budget = maxTokenCount;
+  if (summary) {
+    const content = `Summary of the earlier conversation:\n${summary}`;
+    const cost = estimateTokens(content);
+    if (cost <= budget / 2) {
+      out.push({ role: 'system', content });
+      budget -= cost;
+    } else {
+      const text = truncateToTokens(content, Math.floor(budget / 2));
+      out.push({ role: 'system', content: text });
+      budget -= estimateTokens(text);
+    }
+  }
+  const kept: ChatMessage[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as ChatMessage;
+    const content = typeof m.content === 'string' ? m.content : '';
+    const cost = estimateTokens(content);
+    if (cost > budget) {
+      if (kept.length === 0 && budget > 16) kept.unshift({ ...m, content: truncateToTokens(content, budget) } as ChatMessage);
+      break;
+    }
+    budget -= cost;
+    kept.unshift(m);
+  }
+  return [...out, ...kept];
+}
+
+function truncateToTokens(text: string, tokens: number): string {
+  const chars = Math.max(0, (tokens - 4) * 4 - 1);
+  return text.length <= chars ? text : `${text.slice(0, chars)}…`;
+}
+
+/**
+ * Summary used when the LLM cannot summarize (unavailable, rejected): the previous summary plus the
+ * start of each folded message, cut from the front to stay within `maxChars`. Worse than a model's
+ * summary, but deterministic and it never loses the fact that the conversation happened.
+ */
+export function fallbackSummary(previous: string | undefined, messages: readonly ChatMessage[], maxChars: number): string {
+  const lines = messages.map((m) => `${m.role}: ${(typeof m.content === 'string' ? m.content : '').replace(/\s+/g, ' ').slice(0, 160)}`);
+  const text = [previous, ...lines].filter(Boolean).join('\n');
+  return text.length <= maxChars ? text : `…${text.slice(text.length - maxChars + 1)}`;
+}
+
+/** The transcript kept in the workflow: at most `limit` messages, but never the unsummarized ones. */
+export function trimTranscript(transcript: TranscriptMessage[], limit: number, summarizedUpTo: number): TranscriptMessage[] {
+  if (transcript.length <= limit) return transcript;
+  const drop = transcript.length - limit;
+  const firstKept = transcript[drop] as TranscriptMessage;
+  // Messages still needed for the model's memory or still in flight stay whatever the limit says.
+  const keepFrom = transcript.findIndex((m) => m.index >= Math.min(firstKept.index, summarizedUpTo) || !isSettled(m));
+  return keepFrom <= 0 ? transcript : transcript.slice(keepFrom);
+}

@@ -1,0 +1,197 @@
+/**
+ * The API's end of the live-text side channel: per turn, the partial text of the current LLM step,
+ * fanned out to subscribers (SSE, WebSocket). Memory only, and only the latest (step, attempt) per
+ * turn: the durable text is in workflow state, this is just what makes it appear while it is written.
+ *
+ * Chunks arrive best effort (see ./publisher.ts), so the hub normalizes them: listeners see exact
+ * offsets, no duplicates, and a `reset` before the first chunk of a retried attempt. A chunk that
+ * would leave a hole is dropped and the buffer marked `gap`; a client seeing that (or an offset it
+ * does not expect) should wait for the final text instead.
+ *
+ * To follow a turn without missing or doubling text, call snapshot() and subscribe() in the same
+ * synchronous block: chunks are ingested synchronously, so none can slip in between.
+ */
+import type { LiveChunk } from './live';
+
+export interface LiveSnapshot {
+  step: number;
+  attempt: number;
+  text: string;
+  ended: boolean;
+  /** Some text of this attempt never arrived (or arrived out of order); `text` is only a prefix. */
+  gap: boolean;
+  /** The text reached maxTextChars; the rest is not kept. */
+  truncated: boolean;
+}
+
+export type LiveListener = (chunk: LiveChunk) => void;
+
+export interface LiveTextHub {
+  ingest(chunks: readonly LiveChunk[]): void;
+  /** Listens for normalized chunks of a turn (also before its first chunk); returns the unsubscribe. */
+  subscribe(turnId: string, listener: LiveListener): () => void;
+  snapshot(turnId: string): LiveSnapshot | undefined;
+  /** Turns with a buffer. */
+  size(): number;
+  close(): void;
+}
+
+export interface LiveTextHubOptions {
+  /** How long an ended step's text stays readable (late subscribers, reconnects). */
+  retainMs?: number;
+  maxTurns?: number;
+  /** Per step, in UTF-16 code units. */
+  maxTextChars?: number;
+  /** A turn without chunks for this long is dropped even if its step never ended (worker died). */
+  idleMs?: number;
+  /** For tests. */
+  now?: () => number;
+}
+
+interface StepText {
+  step: number;
+  attempt: number;
+  text: string;
+  ended: boolean;
+  gap: boolean;
+  truncated: boolean;
+  endedAt: number;
+  touchedAt: number;
+}
+
+export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
+  const retainMs = opts.retainMs ?? 60_000;
+  const maxTurns = Math.max(1, opts.maxTurns ?? 10_000);
+  const maxTextChars = opts.maxTextChars ?? 256 * 1024;
+  const idleMs = opts.idleMs ?? 10 * 60_000;
+  const now = opts.now ?? Date.now;
+  /** Insertion order is recency order: a touched turn is moved to the end, the first is the oldest. */
+  const turns = new Map<string, StepText>();
+  const listeners = new Map<string, Set<LiveListener>>();
+  let sweeper: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const expired = (b: StepText, t: number): boolean =>
+    (b.ended && t - b.endedAt >= retainMs) || (!b.ended && t - b.touchedAt >= idleMs);
+
+  const sweep = (): void => {
+    const t = now();
+    for (const [turnId, b] of turns) if (expired(b, t)) turns.delete(turnId);
+    if (turns.size === 0 && sweeper) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  };
+
+  const ensureSweeper = (): void => {
+    if (sweeper || closed) return;
+    // Often enough for retainMs to hold roughly; snapshot() checks expiry exactly anyway.
+    sweeper = setInterval(sweep, Math.min(Math.max(Math.floor(retainMs / 2), 10), 5_000));
+    sweeper.unref();
+  };
+
+  const emit = (turnId: string, chunk: LiveChunk): void => {
+    const set = listeners.get(turnId);
+    if (!set) return;
+    for (const listener of [...set]) {
+      try {
+        listener(chunk);
+      } catch {
+        // One broken subscriber must not starve the others.
+      }
+    }
+  };
+
+  const ingestOne = (c: LiveChunk): void => {
+    const t = now();
+    let b = turns.get(c.turnId);
+    if (b && expired(b, t)) {
+      turns.delete(c.turnId);
+      b = undefined;
+    }
+    if (b && (c.step < b.step || (c.step === b.step && c.attempt < b.attempt))) return;
+    if (!b || c.step > b.step || c.attempt > b.attempt) {
+      b = { step: c.step, attempt: c.attempt, text: '', ended: false, gap: false, truncated: false, endedAt: 0, touchedAt: t };
+      // Any attempt after the first may follow text a client already shows: tell it to discard that.
+      if (c.attempt > 1) emit(c.turnId, { turnId: c.turnId, step: c.step, attempt: c.attempt, kind: 'reset', offset: 0, text: '' });
+    }
+    // Re-inserting keeps the map in recency order for the maxTurns eviction.
+    turns.delete(c.turnId);
+    turns.set(c.turnId, b);
+    b.touchedAt = t;
+    while (turns.size > maxTurns) {
+      const oldest = turns.keys().next().value;
+      if (oldest === undefined) break;
+      turns.delete(oldest);
+    }
+    ensureSweeper();
+
+    if (c.kind === 'reset') return; // the new buffer (and its reset) is all a reset means
+    if (c.kind === 'end') {
+      if (b.ended) return;
+      if (c.offset > b.text.length && !b.truncated) b.gap = true; // the tail never arrived
+      b.ended = true;
+      b.endedAt = t;
+      emit(c.turnId, { turnId: c.turnId, step: b.step, attempt: b.attempt, kind: 'end', offset: b.text.length, text: '' });
+      return;
+    }
+    if (b.ended || b.truncated) return;
+    const known = b.text.length;
+    if (c.offset > known) {
+      b.gap = true;
+      return;
+    }
+    // An overlap repeats text already known: keep only what is new.
+    let fresh = c.text.slice(known - c.offset);
+    if (fresh === '') return;
+    if (known + fresh.length > maxTextChars) {
+      fresh = fresh.slice(0, Math.max(0, maxTextChars - known));
+      b.truncated = true;
+      if (fresh === '') return;
+    }
+    b.text += fresh;
+    emit(c.turnId, { turnId: c.turnId, step: b.step, attempt: b.attempt, kind: 'delta', offset: known, text: fresh });
+  };
+
+  return {
+    ingest(chunks) {
+      if (closed) return;
+      for (const c of chunks) ingestOne(c);
+    },
+
+    subscribe(turnId, listener) {
+      let set = listeners.get(turnId);
+      if (!set) {
+        set = new Set();
+        listeners.set(turnId, set);
+      }
+      set.add(listener);
+      return () => {
+        const current = listeners.get(turnId);
+        if (!current) return;
+        current.delete(listener);
+        if (current.size === 0) listeners.delete(turnId);
+      };
+    },
+
+    snapshot(turnId) {
+      const b = turns.get(turnId);
+      if (!b) return undefined;
+      if (expired(b, now())) {
+        turns.delete(turnId);
+        return undefined;
+      }
+      return { step: b.step, attempt: b.attempt, text: b.text, ended: b.ended, gap: b.gap, truncated: b.truncated };
+    },
+
+    size: () => turns.size,
+
+    close() {
+      closed = true;
+      if (sweeper) clearInterval(sweeper);
+      sweeper = undefined;
+      turns.clear();
+      listeners.clear();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * Live LLM text: the side channel from the worker's callLlm activity to the API process. Token
+ * deltas travel here instead of through Temporal history (one history event per token would bloat
+ * every turn); the durable record stays the final text in workflow state. Chunks are best effort:
+ * `offset` lets the receiver detect gaps and duplicates, and `attempt` tells a retried LLM call (whose
+ * partial text must be discarded) from the attempt before it.
+ */
+import { z } from 'zod';
+
+/** Longest turn id accepted (turn ids reach ~110 characters). */
+export const MAX_TURN_ID_CHARS = 200;
+/** Longest text of one chunk, in UTF-16 code units (JS string length); publishers split longer deltas. */
+export const MAX_CHUNK_TEXT_CHARS = 64 * 1024;
+/** Most chunks in one batch. */
+export const MAX_BATCH_CHUNKS = 1000;
+
+export const LiveChunkSchema = z
+  .object({
+    turnId: z.string().min(1).max(MAX_TURN_ID_CHARS),
+    /** The LLM step within the turn (1-based), as in LlmRequest.step. */
+    step: z.number().int().min(1).max(1_000_000),
+    /** The activity attempt (1-based); a higher attempt of the same step replaces the text. */
+    attempt: z.number().int().min(1).max(1_000_000),
+    /** `reset`: a new attempt starts, discard partial text; `end`: the step's text is complete. */
+    kind: z.enum(['delta', 'reset', 'end']),
+    /** Where `text` starts within this attempt's text (for `end`: the total length sent). */
+    offset: z.number().int().min(0),
+    text: z.string().max(MAX_CHUNK_TEXT_CHARS),
+  })
+  .refine((c) => c.kind === 'delta' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] });
+
+export type LiveChunk = z.output<typeof LiveChunkSchema>;
+export type LiveChunkKind = LiveChunk['kind'];
+
+export const LiveBatchSchema = z.object({ chunks: z.array(LiveChunkSchema).max(MAX_BATCH_CHUNKS) });
+export type LiveBatch = z.output<typeof LiveBatchSchema>;
+
+/** Structurally compatible with pino, so callers can pass their logger as is. */
+export interface LiveLogger {
+  warn(obj: Record<string, unknown>, msg?: string): void;
+}

@@ -1,0 +1,337 @@
+/**
+ * The worker's end of the live-text side channel: the callLlm activity hands every text delta to a
+ * publisher, which POSTs them in batches to the API process (see ./live.ts, ./ingest-route.ts).
+ *
+ * At most one request is in flight. The first chunk leaves at once (next microtask, so a synchronous
+ * burst still shares a request); whatever arrives meanwhile waits for that request to finish and goes
+ * in the next batch. Latency is thus one round trip at most, and a fast model does not cause a request
+ * per token. Consecutive deltas of one step coalesce into one chunk while they wait.
+ *
+ * Best effort by design: the durable answer is in workflow state, so nothing here may slow down or
+ * fail an LLM call. Methods never throw; chunks that do not fit in the buffer or whose request fails
+ * are dropped and counted (offsets still advance, so the API sees the gap), and a failed request
+ * pauses sending briefly instead of hammering an API that is down.
+ */
+import {
+  MAX_BATCH_CHUNKS,
+  MAX_CHUNK_TEXT_CHARS,
+  MAX_TURN_ID_CHARS,
+  type LiveChunk,
+  type LiveLogger,
+} from './live';
+
+export interface LivePublisherStats {
+  /** Chunks waiting to be sent. */
+  queued: number;
+  /** Chunks the API accepted. */
+  sent: number;
+  /** Chunks given up on: buffer full, request failed or rejected, invalid arguments. */
+  dropped: number;
+  requests: number;
+  failedRequests: number;
+}
+
+export interface LivePublisher {
+  /** Appends `text` to the step's live text; the first chunk of an attempt > 1 is preceded by a reset. */
+  delta(turnId: string, step: number, attempt: number, text: string): void;
+  /** The step's text is complete; later deltas of this attempt are ignored. */
+  end(turnId: string, step: number, attempt: number): void;
+  /** Resolves once everything queued before the call has been sent (or dropped). Never rejects. */
+  flush(): Promise<void>;
+  /** Flushes, then ignores further calls. */
+  close(): Promise<void>;
+  stats(): LivePublisherStats;
+}
+
+export interface LivePublisherOptions {
+  /** The API's ingest route, e.g. http://127.0.0.1:3000/internal/live */
+  url: string;
+  /** Shared with the API; sent as `authorization: Bearer <secret>`, never logged. */
+  secret: string;
+  logger?: LiveLogger;
+  /** Chunks held while a request is in flight or the API is unreachable; beyond that, deltas are dropped. */
+  maxBufferedChunks?: number;
+  requestTimeoutMs?: number;
+  /** Pause after a failed request before the next one. */
+  retryDelayMs?: number;
+  /** At most one warning per this interval. */
+  warnEveryMs?: number;
+}
+
+/** Text per request, so a batch stays well inside the ingest route's body limit. */
+const MAX_BATCH_TEXT_CHARS = 256 * 1024;
+/** Attempts whose offsets are remembered; far above the LLM calls one worker runs at once. */
+const MAX_TRACKED_ATTEMPTS = 10_000;
+
+interface Pending {
+  chunk: LiveChunk;
+  key: string;
+  seq: number;
+}
+
+interface AttemptState {
+  /** Characters handed to delta() so far, sent or not. */
+  offset: number;
+  ended: boolean;
+}
+
+export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
+  if (opts.secret === '') throw new Error('live publisher: secret must not be empty');
+  const parsedUrl = new URL(opts.url);
+  // For log lines: no credentials, no query.
+  const target = `${parsedUrl.origin}${parsedUrl.pathname}`;
+  const maxBuffered = Math.max(1, opts.maxBufferedChunks ?? 1000);
+  const requestTimeoutMs = opts.requestTimeoutMs ?? 5_000;
+  const retryDelayMs = opts.retryDelayMs ?? 1_000;
+  const warnEveryMs = opts.warnEveryMs ?? 30_000;
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${opts.secret}` };
+
+  const attempts = new Map<string, AttemptState>();
+  const queue: Pending[] = [];
+  /** The queued delta of each attempt that later contiguous text may still be appended to. */
+  const growing = new Map<string, Pending>();
+  let seq = 0;
+  let settledSeq = 0;
+  let inFlight: Promise<void> | undefined;
+  let scheduled = false;
+  let pause: NodeJS.Timeout | undefined;
+  let closed = false;
+  const counts = { sent: 0, dropped: 0, requests: 0, failedRequests: 0 };
+  let lastWarnAt = -Infinity;
+  let droppedSinceWarning = 0;
+
+  const scrub = (text: string) => text.split(opts.secret).join('[redacted]');
+
+  const noteDrop = (n: number, reason: string): void => {
+    counts.dropped += n;
+    droppedSinceWarning += n;
+    const now = Date.now();
+    if (!opts.logger || now - lastWarnAt < warnEveryMs) return;
+    lastWarnAt = now;
+    try {
+      opts.logger.warn(
+        { target, dropped: droppedSinceWarning, droppedTotal: counts.dropped, reason: scrub(reason) },
+        'live text: chunks dropped (best effort; clients get the final text)',
+      );
+    } catch {
+      // A broken logger must not break the LLM call either.
+    }
+    droppedSinceWarning = 0;
+  };
+
+  const schedule = (): void => {
+    if (scheduled || inFlight || pause || queue.length === 0) return;
+    scheduled = true;
+    queueMicrotask(() => {
+      scheduled = false;
+      if (!inFlight && !pause && queue.length > 0) sendNext();
+    });
+  };
+
+  const enqueue = (chunk: LiveChunk, key: string): Pending | undefined => {
+    // reset and end are few and matter more than one delta: they get headroom.
+    const limit = chunk.kind === 'delta' ? maxBuffered : maxBuffered * 2;
+    if (queue.length >= limit) {
+      noteDrop(1, 'buffer full');
+      return undefined;
+    }
+    const pending = { chunk, key, seq: ++seq };
+    queue.push(pending);
+    schedule();
+    return pending;
+  };
+
+  /** The attempt's state; its first sighting on attempt > 1 queues the reset that tells clients to discard. */
+  const begin = (turnId: string, step: number, attempt: number): { key: string; state: AttemptState } | undefined => {
+    if (closed || !validIds(turnId, step, attempt)) return undefined;
+    const key = `${step}:${attempt}:${turnId}`;
+    let state = attempts.get(key);
+    if (!state) {
+      state = { offset: 0, ended: false };
+      attempts.set(key, state);
+      if (attempts.size > MAX_TRACKED_ATTEMPTS) {
+        const oldest = attempts.keys().next().value;
+        if (oldest !== undefined) attempts.delete(oldest);
+      }
+      if (attempt > 1) enqueue({ turnId, step, attempt, kind: 'reset', offset: 0, text: '' }, key);
+    }
+    return { key, state };
+  };
+
+  const takeBatch = (): Pending[] => {
+    let n = 0;
+    let chars = 0;
+    while (n < queue.length && n < MAX_BATCH_CHUNKS) {
+      const size = (queue[n] as Pending).chunk.text.length;
+      if (n > 0 && chars + size > MAX_BATCH_TEXT_CHARS) break;
+      chars += size;
+      n++;
+    }
+    const batch = queue.splice(0, n);
+    // Taken chunks are on their way: nothing may be appended to them any more.
+    for (const p of batch) if (growing.get(p.key) === p) growing.delete(p.key);
+    return batch;
+  };
+
+  const post = async (batch: Pending[]): Promise<void> => {
+    counts.requests++;
+    let failure: string | undefined;
+    try {
+      const res = await fetch(opts.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ chunks: batch.map((p) => p.chunk) }),
+        signal: AbortSignal.timeout(requestTimeoutMs),
+      });
+      // Reading the (small) body lets the keep-alive connection be reused.
+      await res.arrayBuffer().catch(() => undefined);
+      if (!res.ok) failure = `HTTP ${res.status}`;
+    } catch (err) {
+      failure = describeError(err);
+    }
+    if (failure === undefined) {
+      counts.sent += batch.length;
+      return;
+    }
+    counts.failedRequests++;
+    noteDrop(batch.length, failure);
+    if (!closed && retryDelayMs > 0) {
+      pause = setTimeout(() => {
+        pause = undefined;
+        schedule();
+      }, retryDelayMs);
+      pause.unref();
+    }
+  };
+
+  const sendNext = (): void => {
+    const batch = takeBatch();
+    const last = batch.at(-1);
+    if (!last) return;
+    inFlight = post(batch)
+      .catch(() => undefined)
+      .finally(() => {
+        inFlight = undefined;
+        settledSeq = Math.max(settledSeq, last.seq);
+        schedule();
+      });
+  };
+
+  const flush = async (): Promise<void> => {
+    try {
+      const wanted = seq;
+      while (settledSeq < wanted) {
+        if (inFlight) {
+          await inFlight;
+          continue;
+        }
+        if (queue.length === 0) break;
+        // Whoever flushes (a step that ends) wants delivery now, not after the pause.
+        if (pause) {
+          clearTimeout(pause);
+          pause = undefined;
+        }
+        sendNext();
+      }
+    } catch {
+      // Never rejects: see LivePublisher.flush.
+    }
+  };
+
+  return {
+    delta(turnId, step, attempt, text) {
+      try {
+        if (typeof text !== 'string' || text === '') return;
+        const found = begin(turnId, step, attempt);
+        if (!found) {
+          if (!closed) noteDrop(1, 'invalid turnId, step or attempt');
+          return;
+        }
+        const { key, state } = found;
+        if (state.ended) return;
+        const start = state.offset;
+        state.offset += text.length;
+        let pos = 0;
+        while (pos < text.length) {
+          const open = growing.get(key);
+          if (open && open.chunk.offset + open.chunk.text.length === start + pos) {
+            const n = pieceLength(text, pos, MAX_CHUNK_TEXT_CHARS - open.chunk.text.length);
+            if (n > 0) {
+              open.chunk.text += text.slice(pos, pos + n);
+              pos += n;
+              continue;
+            }
+          }
+          const n = Math.max(1, pieceLength(text, pos, MAX_CHUNK_TEXT_CHARS));
+          const pending = enqueue({ turnId, step, attempt, kind: 'delta', offset: start + pos, text: text.slice(pos, pos + n) }, key);
+          if (pending) growing.set(key, pending);
+          else growing.delete(key);
+          pos += n;
+        }
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
+    end(turnId, step, attempt) {
+      try {
+        const found = begin(turnId, step, attempt);
+        if (!found || found.state.ended) return;
+        found.state.ended = true;
+        growing.delete(found.key);
+        enqueue({ turnId, step, attempt, kind: 'end', offset: found.state.offset, text: '' }, found.key);
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
+    flush,
+
+    async close() {
+      if (closed) return;
+      await flush();
+      closed = true;
+      if (pause) clearTimeout(pause);
+      pause = undefined;
+      if (queue.length > 0) noteDrop(queue.splice(0).length, 'publisher closed');
+    },
+
+    stats: () => ({ queued: queue.length, ...counts }),
+  };
+}
+
+/** For workers without an API to talk to (no secret configured, tests): same interface, does nothing. */
+export function createNoopPublisher(): LivePublisher {
+  return {
+    delta() {},
+    end() {},
+    async flush() {},
+    async close() {},
+    stats: () => ({ queued: 0, sent: 0, dropped: 0, requests: 0, failedRequests: 0 }),
+  };
+}
+
+function validIds(turnId: unknown, step: unknown, attempt: unknown): boolean {
+  const count = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 1_000_000;
+  return typeof turnId === 'string' && turnId.length >= 1 && turnId.length <= MAX_TURN_ID_CHARS && count(step) && count(attempt);
+}
+
+/** How much of text from pos fits in room, without splitting a surrogate pair when it can help it. */
+function pieceLength(text: string, pos: number, room: number): number {
+  let n = Math.min(room, text.length - pos);
+  if (n > 0 && pos + n < text.length) {
+    const code = text.charCodeAt(pos + n - 1);
+    if (code >= 0xd800 && code <= 0xdbff) n--;
+  }
+  return n;
+}
+
+function describeError(err: unknown): string {
+  if (err instanceof Error) {
+    if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'request timed out';
+    const cause = (err as { cause?: unknown }).cause;
+    const code = cause && typeof cause === 'object' && 'code' in cause ? String((cause as { code: unknown }).code) : undefined;
+    return code ? `${err.message} (${code})` : err.message;
+  }
+  return String(err);
+}

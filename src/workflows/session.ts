@@ -1,0 +1,249 @@
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  ChildWorkflowFailure,
+  type ChildWorkflowHandle,
+  CancelledFailure,
+  condition,
+  continueAsNew,
+  log,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { Activities } from '../activities';
+import {
+  fallbackSummary,
+  llmMessagesOf,
+  planSummary,
+  pruneForLlm,
+  trimTranscript,
+  type TranscriptMessage,
+} from '../core/history';
+import type { TurnInput, TurnState } from '../shared/turn';
+import {
+  beginTurnSignal,
+  SESSION_BUSY,
+  SESSION_FORBIDDEN,
+  SessionIdKey,
+  type SessionCarry,
+  type SessionInput,
+  sessionStateQuery,
+  type SubmitMessageResult,
+  submitMessageUpdate,
+  TenantIdKey,
+  TURN_FAILED_ERROR_TYPE,
+  UserIdKey,
+} from './definitions';
+import { turnWorkflow } from './turn';
+
+/** Longest summary kept; the summarizer is asked for less, the fallback is cut to this. */
+const MAX_SUMMARY_CHARS = 4_000;
+
+interface Pending {
+  turnId: string;
+  text: string;
+  /** Resolves once the child exists; undefined when the turn id was already taken (a duplicate). */
+  started: Promise<ChildWorkflowHandle<typeof turnWorkflow> | undefined>;
+}
+
+/**
+ * One conversation. Serializes its turns: every message becomes a child turn workflow, started at
+ * once (so its id answers GET /v1/turns/:id and cancel right away) but held until the previous turn
+ * finished, then given the pruned history. Keeps the transcript and the running summary, and
+ * continues as new when Temporal suggests it, carrying only that state.
+ */
+export async function sessionWorkflow(input: SessionInput): Promise<void> {
+  const { settings, owner } = input;
+  const carry: SessionCarry = input.carry ?? {
+    summarizedUpTo: 0,
+    transcript: [],
+    totalMessages: 0,
+    turnsCompleted: 0,
+    recentTurnIds: [],
+    run: 1,
+  };
+  const queue: Pending[] = [];
+  let active: Pending | undefined;
+  let turnsThisRun = 0;
+
+  const summarizer = proxyActivities<Activities>({
+    startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: { maximumAttempts: 3, initialInterval: '1 second', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['LlmRequestRejected'] },
+  });
+
+  setHandler(sessionStateQuery, () => ({
+    sessionId: input.sessionId,
+    owner,
+    ...(carry.summary ? { summary: carry.summary } : {}),
+    messages: carry.transcript,
+    totalMessages: carry.totalMessages,
+    turnsCompleted: carry.turnsCompleted,
+    ...(active ? { activeTurnId: active.turnId } : {}),
+    queuedTurnIds: queue.map((p) => p.turnId),
+    run: carry.run,
+  }));
+
+  const known = (turnId: string): boolean =>
+    active?.turnId === turnId || queue.some((p) => p.turnId === turnId) || carry.recentTurnIds.includes(turnId);
+
+  setHandler(
+    submitMessageUpdate,
+    async (msg): Promise<SubmitMessageResult> => {
+      if (known(msg.turnId)) return { turnId: msg.turnId, created: false, position: positionOf(msg.turnId) };
+      const turnInput: TurnInput = {
+        turnId: msg.turnId,
+        sessionId: input.sessionId,
+        userText: msg.text,
+        user: msg.user,
+        policy: msg.policy,
+        ...(msg.sealedToken ? { sealedToken: msg.sealedToken } : {}),
+        history: [],
+        queued: true,
+        options: msg.options,
+      };
+      // Queued before the child exists, so concurrent submissions keep their arrival order.
+      const started = startChild(turnWorkflow, {
+        workflowId: msg.turnId,
+        args: [turnInput],
+        // A turn still running when its session is terminated is asked to stop cleanly (the MCP call
+        // in flight is cancelled); sessions only continue as new between turns.
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: SessionIdKey, value: input.sessionId },
+          { key: UserIdKey, value: owner.id },
+          { key: TenantIdKey, value: owner.tenant },
+        ],
+        staticSummary: `Turn of session ${input.sessionId}: ${msg.text.length > 80 ? `${msg.text.slice(0, 80)}…` : msg.text}`,
+      }).catch((err: unknown) => {
+        // The same Idempotency-Key from an earlier run of this session: that turn already exists.
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
+        throw err;
+      });
+      const pending: Pending = { turnId: msg.turnId, text: msg.text, started };
+      queue.push(pending);
+      const handle = await started;
+      if (!handle) {
+        const i = queue.indexOf(pending);
+        if (i >= 0) queue.splice(i, 1);
+        return { turnId: msg.turnId, created: false, position: 0 };
+      }
+      remember(msg.turnId);
+      appendMessage({ role: 'user', content: msg.text, turnId: msg.turnId, status: 'queued' });
+      return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId) };
+    },
+    {
+      validator: (msg) => {
+        if (msg.user.id !== owner.id || msg.user.tenant !== owner.tenant) throw new Error(SESSION_FORBIDDEN);
+        if (!known(msg.turnId) && queue.length >= settings.maxQueuedTurns) throw new Error(SESSION_BUSY);
+      },
+    },
+  );
+
+  for (;;) {
+    await condition(() => queue.length > 0 || shouldContinueAsNew());
+    if (queue.length === 0) {
+      // Idle and history is long: hand the state to a fresh run. Update handlers must have finished
+      // (Temporal refuses to lose them), and anything that arrived meanwhile is served first.
+      await condition(allHandlersFinished);
+      if (queue.length > 0) continue;
+      await continueAsNew<typeof sessionWorkflow>({
+        ...input,
+        carry: { ...carry, run: carry.run + 1, transcript: trimTranscript(carry.transcript, settings.transcriptLimit, carry.summarizedUpTo) },
+      });
+    }
+    active = queue.shift();
+    if (!active) continue;
+    const handle = await active.started;
+    if (handle) await runTurn(active, handle);
+    active = undefined;
+    turnsThisRun += 1;
+    await maybeSummarize();
+    carry.transcript = trimTranscript(carry.transcript, settings.transcriptLimit, carry.summarizedUpTo);
+  }
+
+  function shouldContinueAsNew(): boolean {
+    return workflowInfo().continueAsNewSuggested || turnsThisRun >= settings.maxTurnsPerRun;
+  }
+
+  function positionOf(turnId: string): number {
+    const i = queue.findIndex((p) => p.turnId === turnId);
+    return i < 0 ? 0 : i + (active ? 1 : 0);
+  }
+
+  function remember(turnId: string): void {
+    carry.recentTurnIds.push(turnId);
+    if (carry.recentTurnIds.length > 200) carry.recentTurnIds.splice(0, carry.recentTurnIds.length - 200);
+  }
+
+  function appendMessage(m: Omit<TranscriptMessage, 'index' | 'at'>): void {
+    carry.transcript.push({ ...m, index: carry.totalMessages, at: new Date().toISOString() });
+    carry.totalMessages += 1;
+  }
+
+  function setStatus(turnId: string, status: TranscriptMessage['status']): void {
+    for (const m of carry.transcript) if (m.turnId === turnId) m.status = status;
+  }
+
+  async function runTurn(turn: Pending, handle: ChildWorkflowHandle<typeof turnWorkflow>): Promise<void> {
+    const memory = llmMessagesOf(carry.transcript, carry.summarizedUpTo);
+    const history = pruneForLlm(carry.summary, memory, settings.history.maxTokenCount);
+    setStatus(turn.turnId, 'running');
+    let state: TurnState | undefined;
+    let status: TranscriptMessage['status'] = 'failed';
+    try {
+      await handle.signal(beginTurnSignal, { history });
+    } catch (err) {
+      // Cancelled while it waited: the turn is already closed. Its result below says how it ended.
+      log.info('turn closed before its start', { turnId: turn.turnId, error: err instanceof Error ? err.message : String(err) });
+    }
+    try {
+      state = await handle.result();
+      status = 'completed';
+    } catch (err) {
+      const cause = err instanceof ChildWorkflowFailure ? err.cause : err;
+      if (cause instanceof CancelledFailure) {
+        status = 'cancelled';
+        state = cause.details?.[0] as TurnState | undefined;
+      } else if (cause instanceof ApplicationFailure && cause.type === TURN_FAILED_ERROR_TYPE) {
+        state = cause.details?.[0] as TurnState | undefined;
+      }
+      // Anything else (terminated, timed out) is a failed turn; the session itself carries on.
+      log.info('turn did not complete', { turnId: turn.turnId, status });
+    }
+    setStatus(turn.turnId, status);
+    appendMessage({
+      role: 'assistant',
+      content: status === 'completed' ? (state?.text ?? '') : (state?.error?.message ?? `The turn was ${status}.`),
+      turnId: turn.turnId,
+      status,
+    });
+    if (status === 'completed') carry.turnsCompleted += 1;
+  }
+
+  async function maybeSummarize(): Promise<void> {
+    const plan = planSummary(carry.transcript, carry.summarizedUpTo, carry.summary, settings.history);
+    if (plan.toSummarize.length === 0) {
+      if (plan.nextSummarizedUpTo !== carry.summarizedUpTo) carry.summarizedUpTo = plan.nextSummarizedUpTo;
+      return;
+    }
+    let summary: string;
+    try {
+      const result = await summarizer.summarizeConversation.executeWithOptions(
+        { summary: `summarize ${plan.toSummarize.length} older messages` },
+        [{ sessionId: input.sessionId, previousSummary: carry.summary, messages: plan.toSummarize, maxChars: MAX_SUMMARY_CHARS }],
+      );
+      summary = result.summary.slice(0, MAX_SUMMARY_CHARS);
+    } catch (err) {
+      log.warn('summarizing failed; keeping an extract instead', { error: err instanceof Error ? err.message : String(err) });
+      summary = fallbackSummary(carry.summary, plan.toSummarize, MAX_SUMMARY_CHARS);
+    }
+    carry.summary = summary;
+    carry.summarizedUpTo = plan.nextSummarizedUpTo;
+  }
+}
