@@ -75,8 +75,8 @@ export const HostConfigSchema = z
     /** Conversations (seed 004 HistoryManagementOptions plus the session workflow's limits). */
     sessions: z
       .object({
-        maxTokenCount: z.number().int().min(256).default(8_000),
-        summarizationThreshold: z.number().int().min(128).default(6_000),
+        maxTokenCount: z.number().int().min(100).default(8_000),
+        summarizationThreshold: z.number().int().min(50).default(6_000),
         retainNewestMessages: z.number().int().min(0).max(1_000).default(10),
         maxQueuedTurns: z.number().int().min(0).max(1_000).default(16),
         transcriptLimit: z.number().int().min(10).max(10_000).default(200),

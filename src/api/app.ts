@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { HttpError, notFound } from './errors';
+import { registerOpenApi, routeSchemas } from './openapi';
 import type { TurnGateway } from './gateway';
 import type { UserContext } from '../core/policy';
 
@@ -108,6 +109,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
+  // GET /openapi.json; the route schemas below document the API, they do not validate (see openapi.ts).
+  await registerOpenApi(app);
 
   // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
   app.addHook('onRequest', async (request) => {
@@ -148,7 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   };
 
-  app.post('/v1/sessions/:sessionId/messages', { preHandler: submissionLimits }, async (request, reply) => {
+  app.post('/v1/sessions/:sessionId/messages', { schema: routeSchemas.postMessage, preHandler: submissionLimits }, async (request, reply) => {
     const { sessionId } = parse(SessionParams, request.params, 'path');
     const contentType = request.headers['content-type'] ?? '';
     if (!/^application\/json\s*(;|$)/i.test(contentType)) {
@@ -161,26 +164,49 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const body = parse(MessageBody, request.body, 'body');
     const key = request.headers['idempotency-key'];
     // A client retrying a POST with the same Idempotency-Key gets the same turn, not a second one.
+    const user = caller(request);
+    // The key is scoped to the caller: two users sending the same Idempotency-Key get two turns.
     const requestKey =
       key === undefined
         ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
-        : createHash('sha256').update(parse(IdempotencyKey, key, 'Idempotency-Key header')).digest('hex').slice(0, 24);
+        : createHash('sha256')
+            .update(`${user.tenant}\n${user.id}\n${parse(IdempotencyKey, key, 'Idempotency-Key header')}`)
+            .digest('hex')
+            .slice(0, 24);
     const turnId = makeTurnId(sessionId, requestKey);
-    const user = caller(request);
     const token = request.headers.authorization?.replace(/^Bearer\s+/i, '');
-    const { created } = await unavailableOnError(() => deps.gateway.startTurn({ turnId, sessionId, text: body.text, user, token }));
+    const outcome = await unavailableOnError(() => deps.gateway.submitMessage({ turnId, sessionId, text: body.text, user, token }));
+    if (outcome.kind === 'busy') {
+      throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${sessionId}; retry when its current turns finish.`);
+    }
     return reply
-      .status(created ? 202 : 200)
+      .status(outcome.created ? 202 : 200)
       .header('location', `/v1/turns/${turnId}`)
-      .send({ sessionId, turnId, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
+      .send({ sessionId, turnId, position: outcome.position, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
   });
 
-  app.get('/v1/turns/:turnId', async (request) => {
+  app.get('/v1/sessions/:sessionId/messages', { schema: routeSchemas.listMessages }, async (request) => {
+    const { sessionId } = parse(SessionParams, request.params, 'path');
+    const user = caller(request);
+    const view = await unavailableOnError(() => deps.gateway.getSession(user, sessionId));
+    if (!view) throw notFound(`session ${sessionId}`);
+    return {
+      sessionId,
+      messages: view.messages,
+      totalMessages: view.totalMessages,
+      firstRetainedIndex: view.messages[0]?.index ?? view.totalMessages,
+      ...(view.summary ? { summary: view.summary } : {}),
+      ...(view.activeTurnId ? { activeTurnId: view.activeTurnId } : {}),
+      queuedTurnIds: view.queuedTurnIds,
+    };
+  });
+
+  app.get('/v1/turns/:turnId', { schema: routeSchemas.getTurn }, async (request) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
     return turnView(await ownTurn(request, turnId));
   });
 
-  app.get('/v1/turns/:turnId/events', async (request, reply) => {
+  app.get('/v1/turns/:turnId/events', { schema: routeSchemas.turnEvents }, async (request, reply) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
     const query = z.object({ after: z.coerce.number().int().nonnegative().optional() }).parse(request.query ?? {});
     const header = request.headers['last-event-id'];
@@ -238,7 +264,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
-  app.post('/v1/turns/:turnId/cancel', async (request, reply) => {
+  app.post('/v1/turns/:turnId/cancel', { schema: routeSchemas.cancelTurn }, async (request, reply) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
     const state = await ownTurn(request, turnId);
     if (TERMINAL_STATUSES.includes(state.status)) {
@@ -250,7 +276,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const ApprovalBody = z.object({ approve: z.boolean() }).strict();
   const ApprovalParams = z.object({ turnId: z.string().min(1).max(200), toolCallId: z.string().min(1).max(200) });
-  app.post('/v1/turns/:turnId/approvals/:toolCallId', async (request) => {
+  app.post('/v1/turns/:turnId/approvals/:toolCallId', { schema: routeSchemas.decideApproval }, async (request) => {
     const { turnId, toolCallId } = parse(ApprovalParams, request.params, 'path');
     const body = parse(ApprovalBody, request.body, 'body');
     const user = caller(request);
@@ -264,7 +290,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return { turnId, toolCallId, decision: result.decision };
   });
 
-  app.get('/v1/tools', async () => {
+  app.get('/v1/tools', { schema: routeSchemas.listTools }, async () => {
     const catalog = await unavailableOnError(() => deps.gateway.catalog());
     return {
       tools: catalog.tools.map((t) => ({
@@ -279,12 +305,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     };
   });
 
-  app.get('/v1/servers', async () => {
+  app.get('/v1/servers', { schema: routeSchemas.listServers }, async () => {
     const catalog = await unavailableOnError(() => deps.gateway.catalog());
     return { servers: catalog.servers };
   });
 
-  app.get('/healthz', async (_request, reply) => {
+  app.get('/healthz', { schema: routeSchemas.healthz }, async (_request, reply) => {
     const temporal = await deps.gateway.temporalHealth();
     let mcp: { ok: boolean; servers: unknown[]; error?: string } = { ok: false, servers: [] };
     if (temporal.ok) {

@@ -40,11 +40,42 @@ export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4) + 4;
 }
 
-/** The messages that form the model's memory: completed exchanges only, oldest first. */
+/** One completed request and its answer, the unit the model's memory is made of. */
+interface Exchange {
+  /** Transcript index of the user message. */
+  userIndex: number;
+  messages: ChatMessage[];
+  tokens: number;
+}
+
+/**
+ * The completed exchanges from `fromIndex` on, in the order the user sent them. The transcript is
+ * chronological (a queued message is recorded before the previous answer), so messages are paired
+ * by turn here: the model always sees each request directly followed by its answer.
+ */
+function exchangesOf(transcript: readonly TranscriptMessage[], fromIndex: number): Exchange[] {
+  const answers = new Map<string, TranscriptMessage>();
+  for (const m of transcript) if (m.role === 'assistant' && m.status === 'completed') answers.set(m.turnId, m);
+  const out: Exchange[] = [];
+  for (const m of transcript) {
+    if (m.role !== 'user' || m.index < fromIndex || m.status !== 'completed') continue;
+    const answer = answers.get(m.turnId);
+    if (!answer) continue;
+    out.push({
+      userIndex: m.index,
+      messages: [
+        { role: 'user', content: m.content },
+        { role: 'assistant', content: answer.content },
+      ],
+      tokens: estimateTokens(m.content) + estimateTokens(answer.content),
+    });
+  }
+  return out;
+}
+
+/** The messages that form the model's memory: completed exchanges only, request then answer. */
 export function llmMessagesOf(transcript: readonly TranscriptMessage[], fromIndex: number): ChatMessage[] {
-  return transcript
-    .filter((m) => m.index >= fromIndex && m.status === 'completed')
-    .map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
+  return exchangesOf(transcript, fromIndex).flatMap((e) => e.messages);
 }
 
 export interface SummaryPlan {
@@ -56,7 +87,8 @@ export interface SummaryPlan {
 
 /**
  * Decides whether older messages should be summarized: when the unsummarized conversation (and the
- * current summary) exceeds the threshold, everything but the newest `retainNewestMessages` goes.
+ * current summary) exceeds the threshold, all but the newest `retainNewestMessages` messages (whole
+ * exchanges) are folded into the summary.
  */
 export function planSummary(
   transcript: readonly TranscriptMessage[],
@@ -64,17 +96,18 @@ export function planSummary(
   summary: string | undefined,
   opts: HistoryOptions,
 ): SummaryPlan {
-  const live = transcript.filter((m) => m.index >= summarizedUpTo && isSettled(m));
-  const tokens = (summary ? estimateTokens(summary) : 0) + live.reduce((n, m) => n + estimateTokens(m.content), 0);
-  if (tokens <= opts.summarizationThreshold || live.length <= opts.retainNewestMessages) {
+  const live = exchangesOf(transcript, summarizedUpTo);
+  const tokens = (summary ? estimateTokens(summary) : 0) + live.reduce((n, e) => n + e.tokens, 0);
+  if (tokens <= opts.summarizationThreshold || live.length * 2 <= opts.retainNewestMessages) {
     return { toSummarize: [], nextSummarizedUpTo: summarizedUpTo };
   }
-  const cut = live[live.length - opts.retainNewestMessages];
-  const boundary = cut ? cut.index : summarizedUpTo;
-  const toSummarize = live
-    .filter((m) => m.index < boundary && m.status === 'completed')
-    .map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
-  return { toSummarize, nextSummarizedUpTo: boundary };
+  const keep = Math.ceil(opts.retainNewestMessages / 2);
+  const folded = live.slice(0, live.length - keep);
+  // Never move past a request that has not finished: its exchange must stay in memory.
+  const pending = transcript.find((m) => m.index >= summarizedUpTo && !isSettled(m));
+  const afterFolded = (folded.at(-1)?.userIndex ?? summarizedUpTo - 1) + 1;
+  const boundary = Math.min(live[live.length - keep]?.userIndex ?? afterFolded, pending?.index ?? Number.MAX_SAFE_INTEGER);
+  return { toSummarize: folded.flatMap((e) => e.messages), nextSummarizedUpTo: Math.max(summarizedUpTo, boundary) };
 }
 
 function isSettled(m: TranscriptMessage): boolean {
@@ -132,12 +165,15 @@ export function fallbackSummary(previous: string | undefined, messages: readonly
   return text.length <= maxChars ? text : `…${text.slice(text.length - maxChars + 1)}`;
 }
 
-/** The transcript kept in the workflow: at most `limit` messages, but never the unsummarized ones. */
+/**
+ * The transcript kept in the workflow: the newest `limit` messages, plus whatever the model's memory
+ * still needs (everything from `summarizedUpTo`) and any request still in flight.
+ */
 export function trimTranscript(transcript: TranscriptMessage[], limit: number, summarizedUpTo: number): TranscriptMessage[] {
   if (transcript.length <= limit) return transcript;
-  const drop = transcript.length - limit;
-  const firstKept = transcript[drop] as TranscriptMessage;
-  // Messages still needed for the model's memory or still in flight stay whatever the limit says.
-  const keepFrom = transcript.findIndex((m) => m.index >= Math.min(firstKept.index, summarizedUpTo) || !isSettled(m));
-  return keepFrom <= 0 ? transcript : transcript.slice(keepFrom);
+  const byLimit = (transcript[transcript.length - limit] as TranscriptMessage).index;
+  const pending = transcript.find((m) => !isSettled(m))?.index ?? Number.MAX_SAFE_INTEGER;
+  const memory = exchangesOf(transcript, summarizedUpTo)[0]?.userIndex ?? Number.MAX_SAFE_INTEGER;
+  const from = Math.min(byLimit, memory, pending);
+  return transcript.filter((m) => m.index >= from);
 }

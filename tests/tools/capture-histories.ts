@@ -10,7 +10,9 @@ import type { DemoRules } from '../../src/demo-model/rules';
 import { loadPolicyFile } from '../../src/api/auth';
 import { bearer, postJson, postMessage, readSse } from '../helpers/http';
 import { startSchoolSystem } from '../helpers/school';
-import { EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
+import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
+import { ownerKey } from '../../src/api/gateway';
+import { sessionWorkflowId } from '../../src/shared/ids';
 
 const OUT = path.join(ROOT, 'tests', 'histories');
 
@@ -140,7 +142,64 @@ async function captureCancel(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel]`: the groups to capture (default all). */
+/**
+ * A session over several runs: turns queued behind a slow one, one cancelled while it waited,
+ * older messages summarized, continue-as-new after three turns; plus the queued turns themselves.
+ */
+async function captureSession(): Promise<void> {
+  const rules: DemoRules = {
+    model: 'demo-model',
+    fallback: 'no script',
+    scripts: [
+      { name: 'say', match: '^say (.+)$', steps: [{ text: 'you said {{match.1}}' }] },
+      { name: 'summarize', match: '^Summarize the conversation below \\((\\d+) messages\\)', steps: [{ text: 'DEMO-SUMMARY of {{match.1}} messages' }] },
+    ],
+  };
+  const sys = await startSystem({
+    rules,
+    servers: () => ({}),
+    host: { sessions: { maxTokenCount: 400, summarizationThreshold: 100, retainNewestMessages: 2, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 3 } },
+  });
+  try {
+    const sessionId = 'replay-session';
+    const wait = async (turnId: string) => {
+      await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { timeoutMs: 60_000 });
+    };
+    const first = await postMessage(sys.apiUrl, sessionId, 'say hello there');
+    await wait(first.body.turnId);
+    sys.model.setFaults([{ delayMs: 1_500, times: 1 }]);
+    const slow = await postMessage(sys.apiUrl, sessionId, 'say I am slow');
+    const queued = await postMessage(sys.apiUrl, sessionId, 'say I waited my turn');
+    const dropped = await postMessage(sys.apiUrl, sessionId, 'say never mind');
+    await postJson(`${sys.apiUrl}/v1/turns/${dropped.body.turnId}/cancel`, {});
+    await wait(queued.body.turnId);
+    await wait(dropped.body.turnId);
+    for (const text of ['four', 'five', 'six'].map((n) => `say ${n}: ${'a longer message, so the summary threshold is passed. '.repeat(2)}`)) {
+      const r = await postMessage(sys.apiUrl, sessionId, text);
+      await wait(r.body.turnId);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    void slow;
+    await save(sys, 'turn-session-queued', queued.body.turnId);
+    await save(sys, 'turn-session-cancelled-while-queued', dropped.body.turnId);
+    const workflowId = sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), sessionId);
+    const runs: Array<{ runId: string; start: number }> = [];
+    for await (const w of sys.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: w.runId, start: w.startTime.getTime() });
+    runs.sort((a, b) => a.start - b.start);
+    for (const [i, run] of runs.entries()) {
+      const history = await sys.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+      // A run that has not had its first workflow task yet holds nothing to replay.
+      if ((history.events?.length ?? 0) < 3) continue;
+      const file = path.join(OUT, `session-run-${i + 1}.json`);
+      writeFileSync(file, `${JSON.stringify({ workflowId, history: JSON.parse(historyToJSON(history)) }, null, 1)}\n`);
+      process.stdout.write(`wrote ${path.relative(ROOT, file)} (${history.events?.length ?? 0} events)\n`);
+    }
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -148,6 +207,7 @@ async function all(): Promise<void> {
   if (want('school')) await captureSchool();
   if (want('security')) await captureSecurity();
   if (want('cancel')) await captureCancel();
+  if (want('session')) await captureSession();
 }
 
 all().catch((err: unknown) => {

@@ -4,6 +4,8 @@
  */
 import { sleep } from '@temporalio/workflow';
 import { turnWorkflow as realTurnWorkflow } from '../../../src/workflows/turn';
+import { sessionWorkflow as realSessionWorkflow } from '../../../src/workflows/session';
+import type { SessionInput } from '../../../src/workflows/definitions';
 import type { TurnInput, TurnState } from '../../../src/shared/turn';
 
 export { catalogWorkflow } from '../../../src/workflows/catalog';
@@ -11,4 +13,9 @@ export { catalogWorkflow } from '../../../src/workflows/catalog';
 export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   await sleep('1 millisecond');
   return await realTurnWorkflow(input);
+}
+
+export async function sessionWorkflow(input: SessionInput): Promise<void> {
+  await sleep('1 millisecond');
+  return await realSessionWorkflow(input);
 }

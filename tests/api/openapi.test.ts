@@ -1,0 +1,158 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import Fastify, { type RouteOptions } from 'fastify';
+import { buildApp, type Authenticator } from '../../src/api/app';
+import { HttpError } from '../../src/api/errors';
+import type { TurnGateway } from '../../src/api/gateway';
+import { registerOpenApi, routeSchemas } from '../../src/api/openapi';
+
+// Every route the app declares, seen by an onRoute hook added the moment the instance is created
+// (buildApp declares its routes itself, so a hook added afterwards would see none of them).
+const mockRoutes: Array<{ method: string; url: string }> = [];
+jest.mock('fastify', () => {
+  const actual = jest.requireActual('fastify');
+  const wrapped = (...args: unknown[]) => {
+    const app = actual(...args);
+    app.addHook('onRoute', (route: RouteOptions) => {
+      for (const method of [route.method].flat()) mockRoutes.push({ method, url: route.url });
+    });
+    return app;
+  };
+  return Object.assign(wrapped, actual, { default: wrapped, fastify: wrapped });
+});
+
+/** Only what these requests reach: the catalog and Temporal's health. Nothing here starts a turn. */
+const gateway = {
+  async catalog() {
+    // `extra` is in no schema: a fastify serializer built from the schemas would drop it.
+    return { tools: [], servers: [{ server: 'a', transport: 'stdio', state: 'connected', toolCount: 0, extra: 'kept' }] };
+  },
+  async temporalHealth() {
+    return { ok: true };
+  },
+} as unknown as TurnGateway;
+
+const fakeAuth: Authenticator = {
+  async authenticate(header) {
+    if (header !== 'Bearer alice') throw new HttpError(401, 'missing_token', 'Authentication required');
+    return { id: 'alice', role: 'teacher', tenant: 'demo', scopes: [] };
+  },
+};
+const ALICE = { authorization: 'Bearer alice' };
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+type Operation = { security?: unknown; responses: Record<string, { content?: Record<string, { schema: unknown }> }> };
+type Doc = { openapi: string; info: { title: string; version: string }; security?: unknown; components: { securitySchemes: Record<string, unknown> }; paths: Record<string, Record<string, Operation>> };
+
+async function setup() {
+  mockRoutes.length = 0;
+  const app = await buildApp({
+    gateway,
+    auth: fakeAuth,
+    maxMessageChars: 4000,
+    ssePollMs: 5,
+    rateLimits: { userPerMinute: 1000, tenantPerMinute: 1000 },
+  });
+  await app.ready();
+  const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+  return { app, res, doc: res.json() as Doc };
+}
+
+test('GET /openapi.json is public and a valid OpenAPI 3 document', async () => {
+  const { res, doc } = await setup();
+  expect(res.statusCode).toBe(200);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(doc.openapi).toMatch(/^3\./);
+  expect(doc.info.title).toBe('Durable MCP host API');
+  expect(doc.info.version).toBe((jest.requireActual('../../package.json') as { version: string }).version);
+  // The validator dereferences in place: give it a copy.
+  await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+});
+
+test('every route of the app is in the document, with its method', async () => {
+  const { doc } = await setup();
+  const routes = mockRoutes.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS' && r.url !== '/openapi.json');
+  expect(routes).toEqual(expect.arrayContaining([{ method: 'GET', url: '/healthz' }, { method: 'POST', url: '/v1/sessions/:sessionId/messages' }]));
+  for (const { method, url } of routes) {
+    const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    expect({ path, method, documented: Boolean(doc.paths[path]?.[method.toLowerCase()]) }).toEqual({ path, method, documented: true });
+  }
+  // ...and nothing else (the document route itself stays out of it).
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`));
+  expect(operations).toHaveLength(routes.length);
+  expect(doc.paths['/openapi.json']).toBeUndefined();
+});
+
+test('/v1 routes require the bearer JWT and document the JSON errors; /healthz requires nothing', async () => {
+  const { doc } = await setup();
+  expect(doc.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }));
+  expect(doc.security).toBeUndefined();
+  const v1 = Object.keys(doc.paths).filter((p) => p.startsWith('/v1/'));
+  expect(v1.length).toBeGreaterThanOrEqual(6);
+  for (const path of v1) {
+    for (const m of METHODS.filter((m) => doc.paths[path]?.[m])) {
+      const op = doc.paths[path]?.[m] as Operation;
+      expect({ path, m, security: op.security }).toEqual({ path, m, security: [{ bearerAuth: [] }] });
+      expect(op.responses['401']?.content?.['application/json']?.schema).toEqual(
+        expect.objectContaining({ required: ['error'], properties: expect.objectContaining({ error: expect.any(Object) }) }),
+      );
+    }
+  }
+  expect(doc.paths['/healthz']?.get?.security).toBeUndefined();
+  const post = doc.paths['/v1/sessions/{sessionId}/messages']?.post as Operation & { parameters: Array<{ in: string; name: string }> };
+  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '415', '429', '503']);
+  expect(post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'Idempotency-Key' })]));
+  const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { parameters: Array<{ in: string; name: string }> };
+  expect(Object.keys(events.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
+  expect(events.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'Last-Event-ID' })]));
+});
+
+test('the schemas are documentation only: requests keep the app’s own validation and error codes', async () => {
+  const { app } = await setup();
+  const post = (payload: string, contentType = 'application/json') =>
+    app.inject({ method: 'POST', url: '/v1/sessions/s1/messages', payload, headers: { ...ALICE, 'content-type': contentType } });
+
+  const long = await post(JSON.stringify({ text: 'x'.repeat(5000) }));
+  expect(long.statusCode).toBe(413);
+  expect(long.json().error.code).toBe('payload_too_large');
+
+  const plain = await post('hello', 'text/plain');
+  expect(plain.statusCode).toBe(415);
+  expect(plain.json().error.code).toBe('unsupported_media_type');
+
+  // zod's wording ("body: ..."), not Ajv's ("body must NOT have additional properties").
+  const extra = await post(JSON.stringify({ text: 'hi', extra: true }));
+  expect(extra.statusCode).toBe(400);
+  expect(extra.json().error).toEqual({ code: 'invalid_request', message: expect.stringMatching(/^body: /) });
+
+  const badSession = await app.inject({ method: 'POST', url: '/v1/sessions/bad%20id/messages', payload: '{"text":"hi"}', headers: { ...ALICE, 'content-type': 'application/json' } });
+  expect(badSession.statusCode).toBe(400);
+  expect(badSession.json().error).toEqual({ code: 'invalid_request', message: expect.stringMatching(/^path: sessionId/) });
+
+  const approval = await app.inject({ method: 'POST', url: '/v1/turns/turn-s1-x/approvals/c1', payload: '{"approve":"yes"}', headers: { ...ALICE, 'content-type': 'application/json' } });
+  expect(approval.statusCode).toBe(400);
+  expect(approval.json().error.code).toBe('invalid_request');
+
+  expect((await app.inject({ method: 'GET', url: '/v1/tools' })).json().error.code).toBe('missing_token');
+
+  // Responses are not filtered through the response schemas either.
+  const servers = await app.inject({ method: 'GET', url: '/v1/servers', headers: ALICE });
+  expect(servers.statusCode).toBe(200);
+  expect(servers.json().servers[0].extra).toBe('kept');
+  const health = await app.inject({ method: 'GET', url: '/healthz' });
+  expect(health.statusCode).toBe(200);
+  expect(health.json().mcp.servers[0].extra).toBe('kept');
+});
+
+test('the /ws schema, ready for that route, is valid and needs the token too', async () => {
+  const app = Fastify();
+  await registerOpenApi(app);
+  app.get('/ws', { schema: routeSchemas.websocket }, async () => ({}));
+  await app.ready();
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as Doc;
+  await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+  const op = doc.paths['/ws']?.get as Operation & { description: string };
+  expect(op.security).toEqual([{ bearerAuth: [] }]);
+  expect(Object.keys(op.responses)).toContain('101');
+  expect(op.description).toMatch(/"type": "message"/);
+  await app.close();
+});
