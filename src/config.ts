@@ -26,6 +26,10 @@ const EnvSchema = z.object({
   AUDIT_LOG: z.string().min(1).default('.data/audit.jsonl'),
   AUDIT_REDACTION: z.string().min(1).optional(),
   TOKEN_SEAL_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Shared by worker and API: authenticates live text pushed from LLM activities to the API. */
+  LIVE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Worker: where to push live text deltas (the API's /internal/live); unset means no live text. */
+  LIVE_PUSH_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:3000/internal/live' }).optional(),
   RATE_LIMIT_USER_PER_MIN: positiveInt.default(60),
   RATE_LIMIT_TENANT_PER_MIN: positiveInt.default(600),
   LLM_BASE_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:11434/v1' }).optional(),

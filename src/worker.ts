@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type AuditSink, createActivities } from './activities';
+import { createLivePublisher, createNoopPublisher } from './streaming/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules, redactText } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
@@ -37,7 +38,13 @@ async function main(): Promise<void> {
     apiKey: env.LLM_API_KEY || 'not-needed',
     timeoutMs: env.LLM_TIMEOUT_MS,
   });
-  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', ...collectServerSecrets(mcpConfig)];
+  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...collectServerSecrets(mcpConfig)];
+  // Live text is a side channel to the API (no history event per token); without it, clients get
+  // the final text only.
+  const live =
+    env.LIVE_PUSH_URL && env.LIVE_SECRET
+      ? createLivePublisher({ url: env.LIVE_PUSH_URL, secret: env.LIVE_SECRET, logger })
+      : createNoopPublisher();
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   const auditLog = new AuditLog(env.AUDIT_LOG, { redaction });
   const audit: AuditSink = {
@@ -69,6 +76,7 @@ async function main(): Promise<void> {
         logger,
         secrets,
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
+        live,
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });
@@ -88,6 +96,7 @@ async function main(): Promise<void> {
     process.stdout.write('WORKER_READY\n');
     await worker.run();
   } finally {
+    await live.close();
     await hub.close();
     await connection.close();
   }

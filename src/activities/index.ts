@@ -10,6 +10,7 @@ import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from 
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
 import type { Logger } from '../logger';
+import type { LivePublisher } from '../streaming/publisher';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
@@ -46,6 +47,8 @@ export interface ActivityDeps {
   secrets: readonly string[];
   /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
   heartbeatEveryMs?: number;
+  /** Where LLM text deltas go while they stream (to the API's live hub); never part of history. */
+  live?: LivePublisher;
   /** Opens a sealed user token (undefined when it cannot); absent when no seal key is configured. */
   unsealToken?: (sealed: string) => string | undefined;
 }
@@ -142,9 +145,12 @@ export function createActivities(deps: ActivityDeps) {
       return await withHeartbeats(async (beat) => {
         let lastBeat = 0;
         try {
-          return await deps.llm.complete(req, {
+          const attempt = ctx.info.attempt;
+          const response = await deps.llm.complete(req, {
             signal: ctx.cancellationSignal,
-            onChunk: () => {
+            onChunk: (delta) => {
+              // Live text for watching clients; a retried attempt announces itself with a reset.
+              if (delta.text) deps.live?.delta(req.turnId, req.step, attempt, delta.text);
               const now = Date.now();
               if (now - lastBeat > 1_000) {
                 lastBeat = now;
@@ -152,6 +158,8 @@ export function createActivities(deps: ActivityDeps) {
               }
             },
           });
+          deps.live?.end(req.turnId, req.step, attempt);
+          return response;
         } catch (err) {
           // A cancelled turn is not an LLM failure: report the cancellation as such.
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('LLM call cancelled');

@@ -6,6 +6,10 @@ import type { Logger } from '../logger';
 import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { HttpError, notFound } from './errors';
+import { toolErrorMessage } from './system-messages';
+import type { LiveTextHub } from '../streaming/hub';
+import type { LiveChunk } from '../streaming/live';
+import { registerLiveIngest } from '../streaming/ingest-route';
 import { registerOpenApi, routeSchemas } from './openapi';
 import type { TurnGateway } from './gateway';
 import type { UserContext } from '../core/policy';
@@ -33,6 +37,11 @@ export interface AppDeps {
   ssePollMs: number;
   /** Interval of SSE keep-alive comments. */
   sseKeepAliveMs?: number;
+  /**
+   * Live LLM text. With `secret`, workers push deltas to POST /internal/live (see src/streaming);
+   * streams then carry text_delta / text_reset events besides the durable ones.
+   */
+  live?: { hub: LiveTextHub; secret?: string };
 }
 
 const SessionParams = z.object({ sessionId: z.string().regex(SESSION_ID_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$') });
@@ -110,6 +119,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
   // GET /openapi.json; the route schemas below document the API, they do not validate (see openapi.ts).
+  // Internal, for workers only (a shared secret, not a user token); registered before the OpenAPI
+  // plugin so it stays out of the public document.
+  if (deps.live?.secret) registerLiveIngest(app, { hub: deps.live.hub, secret: deps.live.secret });
   await registerOpenApi(app);
 
   // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
@@ -235,11 +247,35 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const send = (state: TurnState): boolean => {
       for (const e of state.events) {
         if (e.id <= lastId) continue;
-        res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, turnId, at: e.at })}\n\n`);
+        const data: Record<string, unknown> = { ...e.data, turnId, at: e.at };
+        if (e.type === 'tool_call_finished' && e.data['isError'] === true) {
+          data['message'] = toolErrorMessage(String(e.data['name'] ?? 'a'), e.data['result']);
+        }
+        res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`);
         lastId = e.id;
       }
       return TERMINAL_STATUSES.includes(state.status) && state.events.every((e) => e.id <= lastId);
     };
+
+    // Live text: deltas of the LLM step in progress, pushed as they arrive. They carry no SSE id
+    // (Last-Event-ID keeps naming the last durable event); `offset` lets a client drop repeats, and
+    // a (re)connect starts with everything streamed so far for the current step (offset 0).
+    const hub = deps.live?.hub;
+    let unsubscribe = () => {};
+    if (hub && !TERMINAL_STATUSES.includes(first.status)) {
+      const writeLive = (c: LiveChunk): void => {
+        if (closed || res.writableEnded) return;
+        if (c.kind === 'delta') {
+          res.write(`event: text_delta\ndata: ${JSON.stringify({ turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text })}\n\n`);
+        } else if (c.kind === 'reset') {
+          res.write(`event: text_reset\ndata: ${JSON.stringify({ turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' })}\n\n`);
+        }
+      };
+      // Snapshot and subscription in one synchronous block: no chunk can fall between them.
+      const snap = hub.snapshot(turnId);
+      unsubscribe = hub.subscribe(turnId, writeLive);
+      if (snap && snap.text) writeLive({ turnId, step: snap.step, attempt: snap.attempt, kind: 'delta', offset: 0, text: snap.text });
+    }
 
     try {
       let done = send(first);
@@ -259,6 +295,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         done = send(state);
       }
     } finally {
+      unsubscribe();
       clearInterval(keepAlive);
       res.end();
     }

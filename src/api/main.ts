@@ -4,6 +4,7 @@ import { createLogger } from '../logger';
 import { buildApp } from './app';
 import { createAuthenticator, loadAuthConfig, loadPolicyFile } from './auth';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
+import { createLiveTextHub } from '../streaming/hub';
 
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
@@ -16,6 +17,7 @@ async function main(): Promise<void> {
   const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
+  const liveHub = createLiveTextHub();
   const app = await buildApp({
     gateway: createTemporalGateway({
       client,
@@ -32,10 +34,12 @@ async function main(): Promise<void> {
     logger,
     maxMessageChars: env.MAX_MESSAGE_CHARS,
     ssePollMs: env.SSE_POLL_MS,
+    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET } } : {}),
   });
 
   const shutdown = async () => {
     await app.close();
+    liveHub.close();
     await connection.close();
     process.exit(0);
   };

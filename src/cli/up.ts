@@ -119,6 +119,15 @@ async function main(): Promise<void> {
       env.PAYMENTS_SERVER_URL = match?.[1];
     }
 
+    // Live text goes from the worker's LLM calls straight to the API (not through history); the
+    // secret is per run unless one is configured.
+    const apiPort = envPort('API_PORT', 3000);
+    env.LIVE_SECRET ??= randomBytes(24).toString('hex');
+    if (!env.LIVE_PUSH_URL) {
+      const host = !env.API_HOST || env.API_HOST === '0.0.0.0' || env.API_HOST === '::' ? '127.0.0.1' : env.API_HOST;
+      env.LIVE_PUSH_URL = `http://${host.includes(':') ? `[${host}]` : host}:${apiPort}/internal/live`;
+    }
+
     const worker = await spawnManaged('worker', process.execPath, [path.join(dist, 'src/worker.js')], {
       env,
       cwd: root,
@@ -129,7 +138,7 @@ async function main(): Promise<void> {
     watch(worker.proc);
 
     const api = await spawnManaged('api', process.execPath, [path.join(dist, 'src/api/main.js')], {
-      env: { ...env, API_PORT: String(envPort('API_PORT', 3000)) },
+      env: { ...env, API_PORT: String(apiPort) },
       cwd: root,
       readyLine: /^API_URL=(\S+)/,
       onLine: prefixed('api'),

@@ -14,6 +14,7 @@ import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, ty
 import { HostConfigSchema, sessionSettingsFrom, turnOptionsFrom } from '../../src/config';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
+import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
 export const ROOT = findRoot(__dirname);
@@ -109,6 +110,8 @@ export interface TestSystem {
   /** A signed token; the admin token is also the HTTP helpers' default. */
   token(user: keyof typeof DEMO_USERS | { sub: string; role: string; tenant: string; scopes?: string[] }, ttlSec?: number): Promise<string>;
   workerEnv: NodeJS.ProcessEnv;
+  /** The API's live text hub (what workers pushed). */
+  liveHub: LiveTextHub;
   startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
   /** What the API logged (only with `captureApiLog`). */
   apiLog(): string;
@@ -162,6 +165,11 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     );
 
     const taskQueue = `e2e-${path.basename(dir)}`;
+    // The API's port is chosen up front so the worker knows where to push live text.
+    const apiPort = await freePort();
+    const liveSecret = randomBytes(16).toString('hex');
+    const liveHub = createLiveTextHub();
+    cleanups.push(async () => liveHub.close());
     const auditFile = path.join(dir, 'audit.jsonl');
     const workerEnv: NodeJS.ProcessEnv = {
       ...process.env,
@@ -172,6 +180,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       LLM_MODEL: 'demo-model',
       LOG_LEVEL: 'warn',
       AUDIT_LOG: auditFile,
+      LIVE_SECRET: liveSecret,
+      LIVE_PUSH_URL: `http://127.0.0.1:${apiPort}/internal/live`,
       ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
       ...opts.workerEnv,
     };
@@ -220,12 +230,13 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       }),
       maxMessageChars: 4_000,
       ssePollMs: 25,
+      live: { hub: liveHub, secret: liveSecret },
     });
-    const apiUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+    const apiUrl = await app.listen({ host: '127.0.0.1', port: apiPort });
     cleanups.push(() => app.close());
 
     const system: TestSystem = {
-      dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker,
+      dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker, liveHub,
       auditFile, jwtSecret, token,
       apiLog: () => apiLogText,
       onStop(fn) {
