@@ -30,10 +30,32 @@ function script(toolSteps: number): NonNullable<DemoRules['scripts']>[number] {
   };
 }
 
+/** Fixed text answers for the streaming section (no tool step: catalog, then one streamed LLM call). */
+export const STREAM_REPLIES = {
+  /** 20 characters. */
+  short: 'The answer is: fine.',
+  /** 3,000 characters of words (about 400 streamed chunks of one word each). */
+  long: Array.from({ length: 600 }, (_, i) => `word${i}`)
+    .join(' ')
+    .slice(0, 3_000),
+} as const;
+export type StreamReply = keyof typeof STREAM_REPLIES;
+
+export function streamMessage(reply: StreamReply, tag: string): string {
+  return `stream${reply} ${tag}`;
+}
+
 export function benchRules(): DemoRules {
   return {
     model: 'demo-model',
     fallback: '(bench) no script for that message',
-    scripts: STEP_COUNTS.map(script),
+    scripts: [
+      ...STEP_COUNTS.map(script),
+      ...(Object.keys(STREAM_REPLIES) as StreamReply[]).map((reply) => ({
+        name: `stream-${reply}`,
+        match: `^stream${reply} (\\S+)$`,
+        steps: [{ text: STREAM_REPLIES[reply] }],
+      })),
+    ],
   };
 }

@@ -7,6 +7,7 @@ export interface Summary {
   mean: number;
   p50: number;
   p90: number;
+  p95: number;
   p99: number;
   min: number;
   max: number;
@@ -27,6 +28,7 @@ export function summarize(samples: readonly number[]): Summary {
     mean: sorted.length ? sum / sorted.length : Number.NaN,
     p50: percentile(sorted, 50),
     p90: percentile(sorted, 90),
+    p95: percentile(sorted, 95),
     p99: percentile(sorted, 99),
     min: sorted[0] ?? Number.NaN,
     max: sorted[sorted.length - 1] ?? Number.NaN,
