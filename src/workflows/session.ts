@@ -46,6 +46,8 @@ const MAX_SUMMARY_CHARS = 4_000;
 interface Pending {
   turnId: string;
   text: string;
+  /** Started with its history already (the session was idle): no `beginTurn` signal needed. */
+  begun: boolean;
   /** Resolves once the child exists; undefined when the turn id was already taken (a duplicate). */
   started: Promise<ChildWorkflowHandle<typeof turnWorkflow> | undefined>;
 }
@@ -95,6 +97,9 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     submitMessageUpdate,
     async (msg): Promise<SubmitMessageResult> => {
       if (known(msg.turnId)) return { turnId: msg.turnId, created: false, position: positionOf(msg.turnId) };
+      // An idle session starts the turn with its history right away (one round trip less before the
+      // model is called); otherwise the turn waits for its `beginTurn`.
+      const idle = !active && queue.length === 0;
       const turnInput: TurnInput = {
         turnId: msg.turnId,
         sessionId: input.sessionId,
@@ -102,8 +107,8 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
         user: msg.user,
         policy: msg.policy,
         ...(msg.sealedToken ? { sealedToken: msg.sealedToken } : {}),
-        history: [],
-        queued: true,
+        history: idle ? memoryForNextTurn() : [],
+        ...(idle ? {} : { queued: true }),
         options: msg.options,
       };
       // Queued before the child exists, so concurrent submissions keep their arrival order.
@@ -125,7 +130,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
         throw err;
       });
-      const pending: Pending = { turnId: msg.turnId, text: msg.text, started };
+      const pending: Pending = { turnId: msg.turnId, text: msg.text, begun: idle, started };
       queue.push(pending);
       const handle = await started;
       if (!handle) {
@@ -134,7 +139,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
         return { turnId: msg.turnId, created: false, position: 0 };
       }
       remember(msg.turnId);
-      appendMessage({ role: 'user', content: msg.text, turnId: msg.turnId, status: 'queued' });
+      appendMessage({ role: 'user', content: msg.text, turnId: msg.turnId, status: idle ? 'running' : 'queued' });
       return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId) };
     },
     {
@@ -167,6 +172,11 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     carry.transcript = trimTranscript(carry.transcript, settings.transcriptLimit, carry.summarizedUpTo);
   }
 
+  /** The summary and the newest completed exchanges that fit the model's budget. */
+  function memoryForNextTurn() {
+    return pruneForLlm(carry.summary, llmMessagesOf(carry.transcript, carry.summarizedUpTo), settings.history.maxTokenCount);
+  }
+
   function shouldContinueAsNew(): boolean {
     return workflowInfo().continueAsNewSuggested || turnsThisRun >= settings.maxTurnsPerRun;
   }
@@ -191,16 +201,16 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
   }
 
   async function runTurn(turn: Pending, handle: ChildWorkflowHandle<typeof turnWorkflow>): Promise<void> {
-    const memory = llmMessagesOf(carry.transcript, carry.summarizedUpTo);
-    const history = pruneForLlm(carry.summary, memory, settings.history.maxTokenCount);
     setStatus(turn.turnId, 'running');
     let state: TurnState | undefined;
     let status: TranscriptMessage['status'] = 'failed';
-    try {
-      await handle.signal(beginTurnSignal, { history });
-    } catch (err) {
-      // Cancelled while it waited: the turn is already closed. Its result below says how it ended.
-      log.info('turn closed before its start', { turnId: turn.turnId, error: err instanceof Error ? err.message : String(err) });
+    if (!turn.begun) {
+      try {
+        await handle.signal(beginTurnSignal, { history: memoryForNextTurn() });
+      } catch (err) {
+        // Cancelled while it waited: the turn is already closed. Its result below says how it ended.
+        log.info('turn closed before its start', { turnId: turn.turnId, error: err instanceof Error ? err.message : String(err) });
+      }
     }
     try {
       state = await handle.result();

@@ -1,0 +1,87 @@
+import type { DemoRules } from '../../src/demo-model/rules';
+import { ownerKey } from '../../src/api/gateway';
+import { sessionWorkflowId } from '../../src/shared/ids';
+import { getJson, postMessage, waitFor } from '../helpers/http';
+import { DEMO_USERS, startSystem, type TestSystem } from '../helpers/system';
+
+/**
+ * A 1000-turn conversation with the scripted model, through the HTTP API: it completes, in order,
+ * and no workflow comes near Temporal's history limits (51,200 events / 50 MB per run; Temporal
+ * starts warning at 10,240 events), because the session summarizes and continues as new.
+ */
+const TURNS = 1_000;
+const RULES: DemoRules = {
+  model: 'demo-model',
+  fallback: 'no script',
+  scripts: [
+    { name: 'say', match: '^turn (\\d+): (.+)$', steps: [{ text: 'noted turn {{match.1}}' }] },
+    { name: 'summarize', match: '^Summarize the conversation below \\((\\d+) messages\\)', steps: [{ text: 'SUMMARY of {{match.1}} messages' }] },
+  ],
+};
+
+let sys: TestSystem;
+beforeAll(async () => {
+  // Default session settings, except a queue deep enough to keep the session busy between polls.
+  sys = await startSystem({ rules: RULES, servers: () => ({}), host: { sessions: { maxQueuedTurns: 32 } } });
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+test(`a ${TURNS}-turn conversation completes and stays far from Temporal's history limits`, async () => {
+  const sessionId = 'marathon';
+  const started = Date.now();
+  let sent = 0;
+  while (sent < TURNS) {
+    // Keep up to 24 messages in flight: the session runs them one after another, in order.
+    const batch = Math.min(24, TURNS - sent);
+    for (let i = 0; i < batch; i++) {
+      sent += 1;
+      const r = await postMessage(sys.apiUrl, sessionId, `turn ${sent}: ${'some words of conversation '.repeat(3)}`);
+      expect(r.status).toBe(202);
+    }
+    await waitFor(async () => {
+      const s = (await getJson(`${sys.apiUrl}/v1/sessions/${sessionId}/messages`)).body;
+      return s.totalMessages === sent * 2 && !s.activeTurnId && s.queuedTurnIds.length === 0 ? s : undefined;
+    }, 120_000, 50);
+  }
+  const elapsedS = (Date.now() - started) / 1000;
+  process.stdout.write(`${TURNS} turns in ${elapsedS.toFixed(1)} s (${(TURNS / elapsedS).toFixed(1)} turns/s)\n`);
+
+  const s = (await getJson(`${sys.apiUrl}/v1/sessions/${sessionId}/messages`)).body;
+  expect(s.totalMessages).toBe(TURNS * 2);
+  expect(s.summary).toMatch(/^SUMMARY of \d+ messages$/);
+  // The transcript kept in the workflow is bounded: transcriptLimit (200), or the model's verbatim
+  // memory when that is longer. Here an exchange is ~35 estimated tokens, so the 6,000-token
+  // summarization threshold holds up to ~171 exchanges (~342 messages) before they are summarized.
+  expect(s.messages.length).toBeLessThanOrEqual(360);
+  expect(s.messages.every((m: { status: string }) => m.status === 'completed')).toBe(true);
+  // The transcript is chronological (requests queued in a batch come before their answers); the
+  // newest requests and answers are each in order.
+  const contents = (role: string) => s.messages.filter((m: { role: string }) => m.role === role).map((m: { content: string }) => m.content);
+  expect(contents('assistant').slice(-3)).toEqual([`noted turn ${TURNS - 2}`, `noted turn ${TURNS - 1}`, `noted turn ${TURNS}`]);
+  expect(contents('user').slice(-2).map((c: string) => c.split(':')[0])).toEqual([`turn ${TURNS - 1}`, `turn ${TURNS}`]);
+
+  // Every run of the session workflow: well under the limits.
+  const workflowId = sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), sessionId);
+  const runs: Array<{ runId: string; status: string }> = [];
+  for await (const w of sys.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: w.runId, status: w.status.name });
+  expect(runs.length).toBeGreaterThanOrEqual(2);
+  let maxEvents = 0;
+  let maxBytes = 0;
+  for (const run of runs) {
+    const history = await sys.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    maxEvents = Math.max(maxEvents, history.events?.length ?? 0);
+    maxBytes = Math.max(maxBytes, JSON.stringify(history).length);
+  }
+  process.stdout.write(`session runs: ${runs.length}; largest run: ${maxEvents} events, ~${(maxBytes / 1024).toFixed(0)} KiB\n`);
+  expect(maxEvents).toBeLessThan(10_240);
+  expect(maxBytes).toBeLessThan(10 * 1024 * 1024);
+  expect(runs.filter((r) => r.status === 'CONTINUED_AS_NEW').length).toBe(runs.length - 1);
+
+  // A turn late in the conversation: its history holds the pruned memory, not 2000 messages.
+  const lastTurnId = s.messages.at(-1).turnId as string;
+  const turnHistory = await sys.client.workflow.getHandle(lastTurnId).fetchHistory();
+  expect(turnHistory.events?.length ?? 0).toBeLessThan(60);
+  expect(JSON.stringify(turnHistory).length).toBeLessThan(200 * 1024);
+}, 1_500_000);
