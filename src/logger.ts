@@ -16,3 +16,43 @@ export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'inf
     },
   });
 }
+
+/** Query parameters whose values must never reach a log line (browsers put the WebSocket token there). */
+const SECRET_QUERY_PARAMS = /([?&](?:access_token|token)=)[^&#]*/gi;
+
+/** The URL with the values of secret query parameters replaced by `[redacted]`. */
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_QUERY_PARAMS, '$1[redacted]');
+}
+
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  headers?: Record<string, unknown>;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
+/**
+ * A child of `logger` whose `req` serializer is fastify's own (method, url, version, host, remote
+ * address and port) with secret query parameters redacted from the url. Fastify prefers the
+ * instance's serializers over its defaults, so this one is used for "incoming request" lines.
+ */
+export function withSafeRequestLog(logger: Logger): Logger {
+  return logger.child(
+    {},
+    {
+      serializers: {
+        req: (req: LoggedRequest) => ({
+          method: req.method,
+          url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+          version: req.headers?.['accept-version'],
+          host: req.host,
+          remoteAddress: req.ip,
+          remotePort: req.socket?.remotePort,
+        }),
+      },
+    },
+  );
+}

@@ -2,16 +2,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { z } from 'zod';
-import type { Logger } from '../logger';
+import { type Logger, withSafeRequestLog } from '../logger';
 import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { HttpError, notFound } from './errors';
-import { toolErrorMessage } from './system-messages';
+import { SYSTEM_MESSAGES, toolErrorMessage } from './system-messages';
 import type { LiveTextHub } from '../streaming/hub';
 import type { LiveChunk } from '../streaming/live';
 import { registerLiveIngest } from '../streaming/ingest-route';
 import { registerOpenApi, routeSchemas } from './openapi';
 import type { TurnGateway } from './gateway';
+import { registerWebSocket } from './ws';
 import type { UserContext } from '../core/policy';
 
 declare module 'fastify' {
@@ -42,6 +43,8 @@ export interface AppDeps {
    * streams then carry text_delta / text_reset events besides the durable ones.
    */
   live?: { hub: LiveTextHub; secret?: string };
+  /** WebSocket heartbeats (GET /ws): ping interval and how long a silent socket may live. */
+  ws?: { pingIntervalMs?: number; staleAfterMs?: number };
 }
 
 const SessionParams = z.object({ sessionId: z.string().regex(SESSION_ID_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$') });
@@ -83,8 +86,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
     },
   };
+  // Request lines log the url with secret query parameters (the WebSocket ?access_token) redacted.
   const app: FastifyInstance = deps.logger
-    ? Fastify({ ...options, loggerInstance: deps.logger as unknown as FastifyBaseLogger })
+    ? Fastify({ ...options, loggerInstance: withSafeRequestLog(deps.logger) as unknown as FastifyBaseLogger })
     : Fastify({ ...options, logger: false });
   const MessageBody = z
     .object({ text: z.string().trim().min(1, 'must not be empty').max(deps.maxMessageChars, `must be at most ${deps.maxMessageChars} characters`) })
@@ -127,16 +131,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
   app.addHook('onRequest', async (request) => {
     if (!request.url.startsWith('/v1/') && !request.url.startsWith('/ws')) return;
-    request.user = await deps.auth.authenticate(request.headers.authorization);
+    // Browsers cannot set headers on a WebSocket: /ws also takes the token as ?access_token (never logged).
+    const queryToken = (request.query as { access_token?: unknown } | undefined)?.access_token;
+    const fromQuery = request.url.split('?')[0] === '/ws' && !request.headers.authorization && typeof queryToken === 'string';
+    request.user = await deps.auth.authenticate(fromQuery ? `Bearer ${queryToken}` : request.headers.authorization);
   });
   const caller = (request: { user?: UserContext }): UserContext => {
     if (!request.user) throw new HttpError(401, 'missing_token', 'Authentication required');
     return request.user;
   };
   /** A turn as its owner sees it; anyone else (other user or tenant) gets the same 404 as for a missing turn. */
-  const ownTurn = async (request: { user?: UserContext }, turnId: string, afterEventId?: number): Promise<TurnState> => {
+  const ownTurn = async (
+    request: { user?: UserContext },
+    turnId: string,
+    afterEventId?: number,
+    opts?: { likelyRunning?: boolean },
+  ): Promise<TurnState> => {
     const user = caller(request);
-    const state = await unavailableOnError(() => deps.gateway.getTurn(turnId, afterEventId));
+    const state = await unavailableOnError(() => deps.gateway.getTurn(turnId, afterEventId, opts));
     if (!state || !state.owner || state.owner.id !== user.id || state.owner.tenant !== user.tenant) throw notFound(`turn ${turnId}`);
     return state;
   };
@@ -158,9 +170,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         if (!(err instanceof RateLimiterRes)) throw err;
         const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
         reply.header('retry-after', String(seconds));
-        throw new HttpError(429, 'rate_limited', `Too many messages for this ${scope}: at most ${limiter.points} per minute. Retry in ${seconds} s.`);
+        throw new HttpError(429, 'rate_limited', `${SYSTEM_MESSAGES.RATE_LIMITED} (This ${scope} may send at most ${limiter.points} messages per minute; retry in ${seconds} s.)`);
       }
     }
+  };
+
+  /**
+   * Starts the caller's turn for a validated message (POST /v1/sessions/:id/messages and WebSocket
+   * `message` frames): turn id from the idempotency key, 503 when Temporal is down, 409 when busy.
+   */
+  const submitFor = async (user: UserContext, sessionId: string, text: string, key: unknown, token: string | undefined) => {
+    // A client retrying with the same idempotency key gets the same turn, not a second one.
+    // The key is scoped to the caller: two users sending the same key get two turns.
+    const requestKey =
+      key === undefined
+        ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
+        : createHash('sha256')
+            .update(`${user.tenant}\n${user.id}\n${parse(IdempotencyKey, key, 'Idempotency-Key header')}`)
+            .digest('hex')
+            .slice(0, 24);
+    const turnId = makeTurnId(sessionId, requestKey);
+    const outcome = await unavailableOnError(() => deps.gateway.submitMessage({ turnId, sessionId, text, user, token }));
+    if (outcome.kind === 'busy') {
+      throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${sessionId}; retry when its current turns finish.`);
+    }
+    return { turnId, position: outcome.position, created: outcome.created };
   };
 
   app.post('/v1/sessions/:sessionId/messages', { schema: routeSchemas.postMessage, preHandler: submissionLimits }, async (request, reply) => {
@@ -174,23 +208,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       throw new HttpError(413, 'payload_too_large', `The message is too long: at most ${deps.maxMessageChars} characters.`);
     }
     const body = parse(MessageBody, request.body, 'body');
-    const key = request.headers['idempotency-key'];
-    // A client retrying a POST with the same Idempotency-Key gets the same turn, not a second one.
-    const user = caller(request);
-    // The key is scoped to the caller: two users sending the same Idempotency-Key get two turns.
-    const requestKey =
-      key === undefined
-        ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
-        : createHash('sha256')
-            .update(`${user.tenant}\n${user.id}\n${parse(IdempotencyKey, key, 'Idempotency-Key header')}`)
-            .digest('hex')
-            .slice(0, 24);
-    const turnId = makeTurnId(sessionId, requestKey);
     const token = request.headers.authorization?.replace(/^Bearer\s+/i, '');
-    const outcome = await unavailableOnError(() => deps.gateway.submitMessage({ turnId, sessionId, text: body.text, user, token }));
-    if (outcome.kind === 'busy') {
-      throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${sessionId}; retry when its current turns finish.`);
-    }
+    const { turnId, ...outcome } = await submitFor(caller(request), sessionId, body.text, request.headers['idempotency-key'], token);
     return reply
       .status(outcome.created ? 202 : 200)
       .header('location', `/v1/turns/${turnId}`)
@@ -220,12 +239,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get('/v1/turns/:turnId/events', { schema: routeSchemas.turnEvents }, async (request, reply) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
-    const query = z.object({ after: z.coerce.number().int().nonnegative().optional() }).parse(request.query ?? {});
+    const query = parse(z.object({ after: z.coerce.number().int().nonnegative().optional() }), request.query ?? {}, 'query');
     const header = request.headers['last-event-id'];
     const lastIdHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
     let lastId = lastIdHeader ?? query.after ?? 0;
 
-    const first = await ownTurn(request, turnId, lastId);
+    // A stream is usually opened on a running turn: read it by query first (one round trip).
+    const first = await ownTurn(request, turnId, lastId, { likelyRunning: true });
 
     reply.hijack();
     const res = reply.raw;
@@ -284,7 +304,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         if (closed) break;
         let state: TurnState | null;
         try {
-          state = await deps.gateway.getTurn(turnId, lastId);
+          state = await deps.gateway.getTurn(turnId, lastId, { likelyRunning: true });
         } catch (err) {
           // Temporal blips must not kill the stream: the client keeps its place and we try again.
           request.log.warn({ err, turnId }, 'polling turn failed; retrying');
@@ -299,6 +319,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       clearInterval(keepAlive);
       res.end();
     }
+  });
+
+  // GET /ws (src/api/ws.ts): the same turns over a WebSocket; messages go through submitFor and its limits.
+  await registerWebSocket(app, {
+    gateway: deps.gateway,
+    ...(deps.live ? { live: deps.live.hub } : {}),
+    pollMs: deps.ssePollMs,
+    ...deps.ws,
+    maxMessageChars: deps.maxMessageChars,
+    submit: async (user, sessionId, text, idempotencyKey, token) => {
+      await submissionLimits({ user }, { header: () => undefined });
+      return await submitFor(user, sessionId, text, idempotencyKey, token);
+    },
   });
 
   app.post('/v1/turns/:turnId/cancel', { schema: routeSchemas.cancelTurn }, async (request, reply) => {
@@ -373,7 +406,7 @@ async function unavailableOnError<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (err) {
     if (err instanceof HttpError) throw err;
-    const e = new HttpError(503, 'unavailable', 'The workflow service is unavailable; try again shortly.');
+    const e = new HttpError(503, 'unavailable', `${SYSTEM_MESSAGES.MAINTENANCE} (The workflow service is unreachable; try again shortly.)`);
     (e as { cause?: unknown }).cause = err;
     throw e;
   }

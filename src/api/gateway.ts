@@ -67,8 +67,11 @@ export interface TurnGateway {
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** Requests cancellation; the workflow stops at its next step and reports `cancelled`. */
   cancelTurn(turnId: string): Promise<void>;
-  /** null when no such turn exists. */
-  getTurn(turnId: string, afterEventId?: number): Promise<TurnState | null>;
+  /**
+   * null when no such turn exists. With `likelyRunning` (stream polling), the running turn's query
+   * is tried first, saving the describe round trip; closed or unknown turns take the full path.
+   */
+  getTurn(turnId: string, afterEventId?: number, opts?: { likelyRunning?: boolean }): Promise<TurnState | null>;
   catalog(): Promise<Catalog>;
   temporalHealth(): Promise<{ ok: boolean; error?: string }>;
 }
@@ -206,9 +209,17 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       }
     },
 
-    async getTurn(turnId, afterEventId) {
+    async getTurn(turnId, afterEventId, getOpts) {
       if (!TURN_ID_PATTERN.test(turnId)) return null;
       const handle = client.workflow.getHandle(turnId);
+      if (getOpts?.likelyRunning) {
+        try {
+          const state = await handle.query(turnStateQuery, afterEventId);
+          if (state.status !== 'completed' && state.status !== 'failed' && state.status !== 'cancelled') return state;
+        } catch {
+          // Not found, not started yet, or no worker: the full path below tells which.
+        }
+      }
       let status: string;
       let owner: { id: string; tenant: string } | undefined;
       try {

@@ -227,21 +227,43 @@ Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or dup
 | \`done\` | \`{ status: "completed" }\` |
 | \`error\` | \`{ code, message }\`: the turn failed |`;
 
-const WS_PROTOCOL = `Upgrades to a WebSocket (\`101 Switching Protocols\`). The upgrade request carries the same
-\`Authorization: Bearer <JWT>\` as the /v1 routes. Frames are JSON text frames \`{ "type", "payload" }\`.
+const WS_PROTOCOL = `Upgrades to a WebSocket (\`101 Switching Protocols\`) for one session of the caller:
+\`GET /ws?sessionId=<id>\` (\`^[a-zA-Z0-9_-]{1,64}$\`; without it the server picks a new id). The upgrade request
+carries the same \`Authorization: Bearer <JWT>\` as the /v1 routes, or, for browsers (which cannot set
+headers on a WebSocket), \`?access_token=<JWT>\` (redacted from logs). No valid token: \`401\` before the
+upgrade; a bad query: \`400\`; a plain GET without upgrade: \`426\`. Sessions are per user and tenant, like
+\`/v1/sessions/{sessionId}\`: another user naming the same id gets a session of their own.
+
+Frames are JSON text frames \`{ "type", "payload" }\`.
 
 Client to server:
-- \`{ "type": "message", "payload": { "sessionId": "demo", "text": "...", "idempotencyKey"?: "..." } }\`: submit a
-  message, the same rules as \`POST /v1/sessions/{sessionId}/messages\`.
+- \`{ "type": "message", "payload": { "text": "...", "idempotencyKey"?: "..." } }\`: a message for the session, with
+  the rules of \`POST /v1/sessions/{sessionId}/messages\` (length, rate limits, \`session_busy\`, same turn for a repeated key);
+- \`{ "type": "cancel", "payload": { "turnId": "..." } }\`: cancel one of the caller's turns;
+- \`{ "type": "ping" }\`: answered by \`{ "type": "pong", "payload": { "at" } }\`.
 
 Server to client:
-- \`{ "type": "connection", "payload": { "state": "connected" } }\` once the socket is open;
-- \`{ "type": "accepted", "payload": { "sessionId", "turnId", "eventsUrl", "statusUrl" } }\` for each message;
-- \`{ "type": "event", "payload": { "turnId", "id", "event", "data" } }\` for each turn event, with the ids and
-  types of the \`/v1/turns/{turnId}/events\` stream (\`status\`, \`tool_call_started\`, \`text_delta\`, ..., \`done\`);
-- \`{ "type": "error", "payload": { "code", "message" } }\` with the codes of the HTTP API.
+- \`connection\` \`{ state: "connected" | "reconnected", sessionId, clientId, message }\` once open (\`reconnected\`
+  when the caller already has that session), and for a new session \`system\` \`{ code: "welcome", message }\`;
+- \`status\` \`{ state: "processing", message: "Working on it", turnId, position, created }\` for each accepted message;
+- for every turn of the session (sent on this socket, another one, or over HTTP), on every socket of the session:
+  - \`event\` \`{ turnId, id, event, at, data }\` for each durable turn event, with the ids, types and data of
+    \`/v1/turns/{turnId}/events\` (\`status\`, \`tool_call_started\`, \`tool_call_finished\`, \`text\`, \`notice\`,
+    \`approval_required\`, \`approval_decided\`, \`done\`, \`error\`, \`cancelled\`): lossless;
+  - \`status\` \`{ state: "processing", tool, message, turnId }\` when a tool call starts and
+    \`{ state: "complete", tool, message, data: { isError, result }, turnId }\` when it ends; a failed one also
+    gets \`system\` \`{ code: "tool_error", message }\`;
+  - \`text\` \`{ content, turnId, final: true }\`: the answer;
+  - \`status\` \`{ state: "complete", message, turnId, status: "completed" | "failed" | "cancelled" }\` at the end;
+  - \`text_delta\` \`{ turnId, step, attempt, offset, content }\` while the model writes (live, no id; a socket that
+    joins mid-step gets the text so far at offset 0) and \`text_reset\` \`{ turnId, step, attempt }\`: drop the partial
+    text of that step (the model call is retried);
+- \`error\` \`{ code, message, turnId? }\` for a refused frame: \`invalid_json\`, \`invalid_message\`, \`unknown_type\`,
+  \`payload_too_large\`, \`rate_limited\`, \`session_busy\`, \`unavailable\`, \`not_found\`, \`already_finished\`. The socket stays open.
 
-Cancel and approvals go through the HTTP routes. Ping/pong are WebSocket control frames.`;
+A socket that joins while a turn runs gets its events from the first (or, with \`?lastEventId=<turnId>:<n>\`, after
+event \`n\` of that turn). The server sends WebSocket ping frames; a socket that answers nothing (no pong, no
+frame) for 45 s is closed.`;
 
 // ---------------------------------------------------------------------------------------------
 // One schema per route. Security (bearer JWT) is added by `registerOpenApi` from the URL, the same
@@ -384,7 +406,7 @@ export const routeSchemas = {
     tags: ['realtime'],
     response: {
       101: { description: 'Switching Protocols: the socket is open.', type: 'null' },
-      ...errors([400, 401]),
+      ...errors([400, 401, 426], { 426: '`upgrade_required`: a plain GET; open a WebSocket.' }),
     },
   },
 } satisfies Record<string, FastifySchema>;

@@ -199,6 +199,14 @@ test('hundreds of malformed requests produce no 5xx', async () => {
     expect([400, 404, 414]).toContain(res.statusCode);
     expect(res.json().error.code).toEqual(expect.any(String));
   }
+  for (let i = 0; i < 60; i++) {
+    const id = encodeURIComponent(String.fromCharCode(i * 2) + 'y'.repeat(i * 2));
+    for (const url of [`/v1/sessions/${id}/messages`, `/v1/turns/${id}/events?after=${i % 2 ? '-1' : 'x'}`, `/v1/turns/${id}/cancel`]) {
+      const res = await app.inject({ method: url.endsWith('cancel') ? 'POST' : 'GET', url });
+      expect([400, 404, 414]).toContain(res.statusCode);
+      expect(res.json().error.code).toEqual(expect.any(String));
+    }
+  }
 });
 
 test('every /v1 route needs a token; /healthz does not', async () => {
@@ -307,4 +315,16 @@ describe('sessions', () => {
     expect(again.statusCode).toBe(200);
     expect(again.json().turnId).toBe(a.json().turnId);
   });
+});
+
+test("seed 004's system messages: rate limited (429) and maintenance (503) answers carry them", async () => {
+  const { app, gateway } = await setup({ userPerMinute: 1, tenantPerMinute: 100 });
+  await post(app, '/v1/sessions/s1/messages', { text: 'one' });
+  const limited = await post(app, '/v1/sessions/s1/messages', { text: 'two' });
+  expect(limited.statusCode).toBe(429);
+  expect(limited.json().error.message).toContain("I'm currently processing too many requests. Please try again in a moment.");
+  gateway.down = true;
+  const down = await post(app, '/v1/sessions/s1/messages', { text: 'three' }, MALLORY);
+  expect(down.statusCode).toBe(503);
+  expect(down.json().error.message).toContain('The system is currently undergoing maintenance.');
 });
