@@ -5,7 +5,9 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -60,6 +62,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   // One proxy per failure profile: discovery is cheap and quick, the LLM is slow and rate limited,
   // tool calls may run long and report progress through heartbeats.
   const discovery = proxyActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 3, initialInterval: '500 milliseconds', maximumInterval: '5 seconds' },
+  });
+  const localDiscovery = proxyLocalActivities<Activities>({
     startToCloseTimeout: '30 seconds',
     retry: { maximumAttempts: 3, initialInterval: '500 milliseconds', maximumInterval: '5 seconds' },
   });
@@ -148,8 +154,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     }
     const history = begin?.history ?? input.history;
     emit('status', { status: 'running', phase: 'gathering_context' });
+    // The catalog is an in-memory read in the worker: a local activity saves a server round trip and
+    // a workflow task before the first LLM call. Turns recorded before this change replay as before.
+    const listCatalog = patched('catalog-as-local-activity')
+      ? localDiscovery.listCatalog()
+      : discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []);
     const [catalog, context] = await Promise.all([
-      discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []).catch(
+      listCatalog.catch(
         (err: unknown): Catalog => {
           log.warn('tool catalog unavailable', { error: describeFailure(err) });
           emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
