@@ -15,14 +15,10 @@ import type { DemoModelHandle } from '../../src/demo-model/server';
 import { ownerKey } from '../../src/api/gateway';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import { SESSION_WORKFLOW_TYPE, sessionStateQuery } from '../../src/workflows/definitions';
+import { parseSseBlock } from '../../tests/helpers/http';
 
 const E = temporal.api.enums.v1.EventType;
 
-export interface SseEvent {
-  id?: string;
-  event: string;
-  data: Record<string, unknown>;
-}
 
 export interface TimedApiTurn {
   turnId: string;
@@ -48,23 +44,6 @@ export interface TimedApiTurn {
   finalText: string | undefined;
   /** SSE connections that did not answer 200 before one did (each retried at once). */
   sseRetries: number;
-}
-
-function parseBlock(block: string): SseEvent | undefined {
-  let id: string | undefined;
-  let event = 'message';
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':') || line === '') continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'id') id = value;
-    else if (field === 'event') event = value;
-    else if (field === 'data') data.push(value);
-  }
-  if (data.length === 0) return undefined;
-  return { ...(id !== undefined ? { id } : {}), event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
 }
 
 /**
@@ -116,7 +95,7 @@ export async function timedApiTurn(apiUrl: string, token: string, sessionId: str
       buffer += decoder.decode(chunk, { stream: true });
       let idx: number;
       while ((idx = buffer.indexOf('\n\n')) >= 0) {
-        const e = parseBlock(buffer.slice(0, idx));
+        const e = parseSseBlock(buffer.slice(0, idx));
         buffer = buffer.slice(idx + 2);
         if (!e) continue;
         if (Number.isNaN(firstEventMs)) {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { type Logger, withSafeRequestLog } from '../logger';
 import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
-import { HttpError, notFound } from './errors';
+import { frameworkErrorCode, HttpError, notFound } from './errors';
 import { SYSTEM_MESSAGES, toolErrorMessage } from './system-messages';
 import type { LiveTextHub } from '../streaming/hub';
 import type { LiveChunk } from '../streaming/live';
@@ -102,17 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
     if (status < 500) {
-      const code =
-        err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError
-          ? 'invalid_json'
-          : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-            ? 'payload_too_large'
-            : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-              ? 'unsupported_media_type'
-              : status === 429
-                ? 'rate_limited'
-                : 'bad_request';
-      return reply.status(status).send({ error: { code, message: err.message } });
+      return reply.status(status).send({ error: { code: frameworkErrorCode(err), message: err.message } });
     }
     request.log.error({ err }, 'request failed');
     return reply.status(status === 503 ? 503 : 500).send({

@@ -48,13 +48,7 @@ export interface LiveTextHubOptions {
   now?: () => number;
 }
 
-interface StepText {
-  step: number;
-  attempt: number;
-  text: string;
-  ended: boolean;
-  gap: boolean;
-  truncated: boolean;
+interface StepText extends LiveSnapshot {
   endedAt: number;
   touchedAt: number;
 }

@@ -9,6 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { LiveTextHub } from './hub';
 import { LiveBatchSchema } from './live';
+import { frameworkErrorCode } from '../api/errors';
 
 export interface LiveIngestOptions {
   hub: Pick<LiveTextHub, 'ingest'>;
@@ -53,15 +54,7 @@ export function registerLiveIngest(app: FastifyInstance, opts: LiveIngestOptions
         void sendError(reply, 500, 'internal', 'The server could not complete the request.');
         return;
       }
-      const code =
-        err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError
-          ? 'invalid_json'
-          : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-            ? 'payload_too_large'
-            : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-              ? 'unsupported_media_type'
-              : 'bad_request';
-      void sendError(reply, status, code, err.message);
+      void sendError(reply, status, frameworkErrorCode(err), err.message);
     },
     handler: async (request, reply) => {
       const parsed = LiveBatchSchema.safeParse(request.body);

@@ -1,6 +1,6 @@
 import type { InjectOptions } from 'fastify';
-import { buildApp, type Authenticator } from '../../src/api/app';
-import { HttpError } from '../../src/api/errors';
+import { buildApp } from '../../src/api/app';
+import { fakeAuth } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import type { UserContext } from '../../src/core/policy';
 import type { Catalog } from '../../src/shared/tool-types';
@@ -70,14 +70,6 @@ function fakeGateway(): TurnGateway & {
   return g;
 }
 
-/** "Bearer <user>@<tenant>" stands for a verified token here; the JWT checks have their own tests. */
-const fakeAuth: Authenticator = {
-  async authenticate(header) {
-    const m = /^Bearer ([a-z]+)@([a-z]+)$/.exec(header ?? '');
-    if (!m) throw new HttpError(401, 'missing_token', 'Authentication required');
-    return { id: m[1] as string, role: 'teacher', tenant: m[2] as string, scopes: [] };
-  },
-};
 const ALICE = { authorization: 'Bearer alice@demo' };
 const MALLORY = { authorization: 'Bearer mallory@demo' };
 const EVE = { authorization: 'Bearer eve@other' };

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import WebSocket from 'ws';
-import { buildApp, type AppDeps, type Authenticator } from '../../src/api/app';
-import { HttpError } from '../../src/api/errors';
+import { buildApp, type AppDeps } from '../../src/api/app';
+import { fakeAuth } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import { SYSTEM_MESSAGES } from '../../src/api/system-messages';
 import type { TranscriptMessage } from '../../src/core/history';
@@ -121,14 +121,6 @@ function fakeGateway(stepMs = 10) {
   return g satisfies TurnGateway;
 }
 
-/** "Bearer <user>@<tenant>" stands for a verified token here; the JWT checks have their own tests. */
-const fakeAuth: Authenticator = {
-  async authenticate(header) {
-    const m = /^Bearer ([a-z]+)@([a-z]+)$/.exec(header ?? '');
-    if (!m) throw new HttpError(401, 'missing_token', 'Authentication required');
-    return { id: m[1] as string, role: 'teacher', tenant: m[2] as string, scopes: [] };
-  },
-};
 const ALICE = { authorization: 'Bearer alice@demo' };
 const MALLORY = { authorization: 'Bearer mallory@demo' };
 

@@ -59,7 +59,7 @@ export async function readSse(
       while ((idx = buffer.indexOf('\n\n')) >= 0) {
         const block = buffer.slice(0, idx);
         buffer = buffer.slice(idx + 2);
-        const e = parseBlock(block);
+        const e = parseSseBlock(block);
         if (!e) continue;
         events.push(e);
         if (opts.stopAfter?.(e)) {
@@ -77,20 +77,22 @@ export async function readSse(
   }
 }
 
-function parseBlock(block: string): SseEvent | undefined {
+/** One SSE event block (the text between blank lines); comments and data-less blocks give undefined. */
+export function parseSseBlock(block: string): SseEvent | undefined {
   let id: string | undefined;
   let event = 'message';
   const data: string[] = [];
   for (const line of block.split('\n')) {
     if (line.startsWith(':') || line === '') continue;
-    const [field, ...rest] = line.split(':');
-    const value = rest.join(':').replace(/^ /, '');
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
     if (field === 'id') id = value;
     else if (field === 'event') event = value;
     else if (field === 'data') data.push(value);
   }
   if (data.length === 0) return undefined;
-  return { id, event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
+  return { ...(id !== undefined ? { id } : {}), event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
 }
 
 export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
