@@ -311,7 +311,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
-  // GET /ws (src/api/ws.ts): the same turns over a WebSocket; messages go through submitFor and its limits.
+  /** Cancels one of the caller's turns (HTTP and WebSocket): 404 if not theirs, 409 once finished. */
+  async function cancelFor(user: UserContext, turnId: string): Promise<void> {
+    const state = await ownTurn({ user }, turnId);
+    if (TERMINAL_STATUSES.includes(state.status)) {
+      throw new HttpError(409, 'already_finished', `turn ${turnId} is already ${state.status}`);
+    }
+    await unavailableOnError(() => deps.gateway.cancelTurn(turnId));
+  }
+
+  // GET /ws (src/api/ws.ts): the same turns over a WebSocket; messages go through submitFor and its
+  // limits, cancels through cancelFor.
   await registerWebSocket(app, {
     gateway: deps.gateway,
     ...(deps.live ? { live: deps.live.hub } : {}),
@@ -322,15 +332,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await submissionLimits({ user }, { header: () => undefined });
       return await submitFor(user, sessionId, text, idempotencyKey, token);
     },
+    cancel: cancelFor,
   });
 
   app.post('/v1/turns/:turnId/cancel', { schema: routeSchemas.cancelTurn }, async (request, reply) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
-    const state = await ownTurn(request, turnId);
-    if (TERMINAL_STATUSES.includes(state.status)) {
-      throw new HttpError(409, 'already_finished', `turn ${turnId} is already ${state.status}`);
-    }
-    await unavailableOnError(() => deps.gateway.cancelTurn(turnId));
+    await cancelFor(caller(request), turnId);
     return reply.status(202).send({ turnId, status: 'cancelling' });
   });
 

@@ -44,6 +44,8 @@ export interface WsDeps {
     idempotencyKey?: string,
     token?: string,
   ) => Promise<{ turnId: string; position: number; created: boolean }>;
+  /** Cancels a turn exactly like the HTTP route (ownership, finished turns); throws HttpError on refusal. */
+  cancel: (user: UserContext, turnId: string) => Promise<void>;
 }
 
 /** Seed 004 ConnectionMetadata, plus whose connection it is. */
@@ -477,11 +479,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
         if (!parsed.success) return fail('invalid_message', `payload: ${detail(parsed.error)}`);
         const { turnId } = parsed.data;
         try {
-          const state = await deps.gateway.getTurn(turnId);
-          // Like ownTurn in app.ts: someone else's turn is as missing as a turn that does not exist.
-          if (!state || !owns(state, conn.user)) return fail('not_found', `turn ${turnId} not found`, turnId);
-          if (TERMINAL_STATUSES.includes(state.status)) return fail('already_finished', `turn ${turnId} is already ${state.status}`, turnId);
-          await deps.gateway.cancelTurn(turnId);
+          await deps.cancel(conn.user, turnId);
         } catch (err) {
           const e = err instanceof HttpError ? errorOf(err) : { code: 'unavailable', message: 'The workflow service is unavailable; try again shortly.' };
           if (!(err instanceof HttpError)) app.log.warn({ err, turnId }, 'websocket: cancel failed');
