@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: install, build, lint, then every jest suite (unit, activity, API, end to
-# end against a real Temporal dev server, replay). Extra arguments go to jest.
+# The whole test suite: install, build, lint, then every jest suite (unit, activity, API, workflow, end
+# to end against a real Temporal dev server, replay). Extra arguments go to jest.
+# The last line is the summary CI reads, derived from jest's JSON results: `N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -8,4 +9,10 @@ TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
 export TEMPORAL_CLI
 echo "Linting ..." >&2
 npx eslint . --max-warnings=0
-npx jest --ci "$@"
+results=.data/test-results.json
+mkdir -p .data
+rm -f "$results"
+status=0
+npx jest --ci --json --outputFile="$results" "$@" || status=$?
+node scripts/test-summary.mjs "$results" || status=1
+exit "$status"
