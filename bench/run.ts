@@ -23,7 +23,6 @@ import { parseArgs } from 'node:util';
 import { loadPolicyFile } from '../src/api/auth';
 import { createTemporalGateway } from '../src/api/gateway';
 import { AuditLog } from '../src/audit';
-import type { Policy, UserContext } from '../src/core/policy';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import { createLlmClient } from '../src/llm/client';
 import { McpServerHub } from '../src/mcp/hub';
@@ -58,6 +57,8 @@ import {
   type TimedApiTurn,
   type TurnTimeline,
 } from './lib/streaming';
+import type { Policy } from '../src/shared/policy';
+import type { UserContext } from '../src/shared/user';
 
 const TARGETS = { addedPerStepP50Ms: 5, durableTurnsPerSecond: 50, pooledSpeedup: 50, firstSseEventP50Ms: 30, addedTtftP50Ms: 50 };
 const SESSION = 'bench';

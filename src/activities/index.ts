@@ -5,12 +5,13 @@ import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import { withUserToken } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
-import type { UserContext } from '../core/policy';
+import { Failure } from '../shared/failures';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
 import type { Logger } from '../logger';
 import type { LivePublisher } from '../streaming/publisher';
+import type { UserContext } from '../shared/user';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
@@ -168,10 +169,10 @@ export function createActivities(deps: ActivityDeps) {
             { turnId: req.turnId, step: req.step, attempt: ctx.info.attempt, status: failure.status, retryable: failure.retryable },
             `LLM call failed: ${failure.message}`,
           );
-          if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, 'LlmRequestRejected');
+          if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
           throw ApplicationFailure.create({
             message: failure.message,
-            type: 'LlmUnavailable',
+            type: Failure.LlmUnavailable,
             // A zero delay would end the retries; no hint means the policy's backoff applies.
             nextRetryDelay: failure.retryAfterMs ? failure.retryAfterMs : undefined,
           });
@@ -206,13 +207,13 @@ export function createActivities(deps: ActivityDeps) {
       try {
         const response = await withHeartbeats(() => deps.llm.complete(request, { signal: ctx.cancellationSignal }));
         const summary = (response.text ?? '').trim();
-        if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', 'LlmRequestRejected');
+        if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', Failure.LlmRequestRejected);
         return { summary: summary.slice(0, input.maxChars) };
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
         const failure = classifyLlmError(err, deps.secrets);
-        if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, 'LlmRequestRejected');
-        throw ApplicationFailure.create({ message: failure.message, type: 'LlmUnavailable' });
+        if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
+        throw ApplicationFailure.create({ message: failure.message, type: Failure.LlmUnavailable });
       }
     },
 
@@ -226,7 +227,7 @@ export function createActivities(deps: ActivityDeps) {
           // The server may come back (respawn, network): let Temporal retry with backoff.
           throw ApplicationFailure.retryable(
             `server ${input.server} is unavailable${server?.error ? `: ${scrub(server.error)}` : ''}`,
-            'McpServerUnavailable',
+            Failure.McpServerUnavailable,
           );
         }
         return { isError: true, text: `Tool ${input.tool} no longer exists on server ${input.server}.` };
@@ -278,9 +279,9 @@ export function createActivities(deps: ActivityDeps) {
           );
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
           if (err instanceof Error && err.name === 'McpPermanentError') {
-            throw ApplicationFailure.nonRetryable(message, 'McpPermanentError');
+            throw ApplicationFailure.nonRetryable(message, Failure.McpPermanentError);
           }
-          throw ApplicationFailure.retryable(message, 'McpTransientError');
+          throw ApplicationFailure.retryable(message, Failure.McpTransientError);
         }
       });
     },

@@ -13,7 +13,7 @@ import { registerLiveIngest } from '../streaming/ingest-route';
 import { registerOpenApi, routeSchemas } from './openapi';
 import type { TurnGateway } from './gateway';
 import { registerWebSocket } from './ws';
-import type { UserContext } from '../core/policy';
+import type { UserContext } from '../shared/user';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -16,10 +16,10 @@ import { readFileSync } from 'node:fs';
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import { ConfigError } from '../config';
-import { NAME_PATTERN, parsePolicy, PolicyError, UserContextSchema, type Policy, type UserContext } from '../core/policy';
 import { HttpError } from './errors';
-
-export type { UserContext } from '../core/policy';
+import { NAME_PATTERN, parsePolicy, PolicyError, UserContextSchema } from '../config/policy';
+import type { Policy } from '../shared/policy';
+import type { UserContext } from '../shared/user';
 
 export const DEFAULT_ISSUER = 'durable-mcp-host';
 export const DEFAULT_AUDIENCE = 'durable-mcp-host-api';

@@ -11,33 +11,25 @@ import { temporal } from '@temporalio/proto';
 import { sealToken } from '../security/seal';
 import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { ContextSpec, TurnOptions, TurnState } from '../shared/turn';
-import type { Policy, UserContext } from '../core/policy';
+import type { ContextSpec, TurnOptions, TurnState, ApprovalInput } from '../shared/turn';
+import { Failure, failureTypeOf } from '../shared/failures';
 import {
-  APPROVAL_ALREADY_DECIDED,
-  APPROVAL_FORBIDDEN,
-  APPROVAL_NOT_PENDING,
-  type ApprovalInput,
   approveToolCallUpdate,
   CATALOG_WORKFLOW_TYPE,
-  SESSION_BUSY,
-  SESSION_FORBIDDEN,
   SESSION_ID_SEARCH_ATTRIBUTE,
   SESSION_WORKFLOW_TYPE,
   SessionIdKey,
-  type SessionInput,
-  type SessionSettings,
-  type SessionView,
   sessionStateQuery,
-  type SubmitMessageInput,
   submitMessageUpdate,
   TENANT_ID_SEARCH_ATTRIBUTE,
   TenantIdKey,
   USER_ID_SEARCH_ATTRIBUTE,
   UserIdKey,
-  TURN_FAILED_ERROR_TYPE,
   turnStateQuery,
 } from '../workflows/definitions';
+import type { Policy } from '../shared/policy';
+import type { UserContext } from '../shared/user';
+import type { SessionInput, SessionSettings, SessionView, SubmitMessageInput } from '../shared/session';
 
 export { SessionIdKey, TenantIdKey, UserIdKey };
 
@@ -126,7 +118,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
         const cause = err.cause;
-        if (cause instanceof ApplicationFailure && cause.type === TURN_FAILED_ERROR_TYPE && cause.details?.[0]) {
+        if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed && cause.details?.[0]) {
           return cause.details[0] as TurnState;
         }
         return minimal(cause?.message ?? err.message);
@@ -168,10 +160,15 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
         return { kind: 'accepted', created: result.created, position: result.position };
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
-          const message = err.cause?.message ?? '';
-          if (message.includes(SESSION_BUSY)) return { kind: 'busy' };
-          // Cannot happen through the API (the workflow id is derived from the caller), so it is a bug.
-          if (message.includes(SESSION_FORBIDDEN)) throw new Error(`session ${sessionId}: owner mismatch`);
+          switch (failureTypeOf(err.cause)) {
+            case Failure.SessionBusy:
+              return { kind: 'busy' };
+            case Failure.SessionForbidden:
+              // Cannot happen through the API (the workflow id is derived from the caller), so it is a bug.
+              throw new Error(`session ${sessionId}: owner mismatch`);
+            default:
+              break;
+          }
         }
         throw err;
       }
@@ -199,10 +196,16 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
         return { kind: 'decided', decision: result.decision };
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
-          const message = err.cause?.message ?? '';
-          if (message.includes(APPROVAL_ALREADY_DECIDED)) return { kind: 'already_decided' };
-          if (message.includes(APPROVAL_FORBIDDEN)) return { kind: 'forbidden' };
-          if (message.includes(APPROVAL_NOT_PENDING)) return { kind: 'not_pending' };
+          switch (failureTypeOf(err.cause)) {
+            case Failure.ApprovalAlreadyDecided:
+              return { kind: 'already_decided' };
+            case Failure.ApprovalForbidden:
+              return { kind: 'forbidden' };
+            case Failure.ApprovalNotPending:
+              return { kind: 'not_pending' };
+            default:
+              break;
+          }
         }
         if (err instanceof WorkflowNotFoundError) return { kind: 'not_pending' };
         throw err;

@@ -12,10 +12,47 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { z } from 'zod';
 import { SESSION_ID_PATTERN } from '../shared/ids';
-import { CatalogSchema, ServerStatusSchema } from '../shared/tool-types';
-import { TOOL_CALL_STATES, TurnStatusSchema } from '../shared/turn';
+import { CIRCUIT_STATES, SERVER_STATES, SERVER_TRANSPORTS } from '../shared/tool-types';
+import { TOOL_CALL_STATES, TURN_STATUSES } from '../shared/turn';
 
 type JsonSchema = Record<string, unknown>;
+
+export const TurnStatusSchema = z.enum(TURN_STATUSES);
+
+const CatalogToolSchema = z.object({
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
+  server: z.string(),
+  tool: z.string(),
+  description: z.string().optional(),
+  inputSchema: z.record(z.string(), z.unknown()),
+  annotations: z
+    .object({
+      title: z.string().optional(),
+      readOnlyHint: z.boolean().optional(),
+      destructiveHint: z.boolean().optional(),
+      idempotentHint: z.boolean().optional(),
+      openWorldHint: z.boolean().optional(),
+    })
+    .partial()
+    .optional(),
+});
+
+export const ServerStatusSchema = z.object({
+  server: z.string(),
+  transport: z.enum(SERVER_TRANSPORTS),
+  state: z.enum(SERVER_STATES),
+  toolCount: z.number().int().nonnegative(),
+  error: z.string().optional(),
+  circuit: z
+    .object({
+      state: z.enum(CIRCUIT_STATES),
+      consecutiveFailures: z.number().int().nonnegative(),
+      retryAt: z.string().optional(),
+    })
+    .optional(),
+});
+
+export const CatalogSchema = z.object({ tools: z.array(CatalogToolSchema), servers: z.array(ServerStatusSchema) });
 
 /** OpenAPI 3.0 Schema Objects from zod (zod 4 knows the 3.0 dialect: `nullable`, no `const`, ...). */
 const fromZod = (schema: z.ZodType, io: 'input' | 'output' = 'output'): JsonSchema =>

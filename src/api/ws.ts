@@ -16,7 +16,6 @@ import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import { z } from 'zod';
-import type { UserContext } from '../core/policy';
 import { SESSION_ID_PATTERN, sessionOfTurn } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
 import type { LiveTextHub } from '../streaming/hub';
@@ -25,6 +24,7 @@ import { HttpError } from './errors';
 import { SYSTEM_MESSAGES, toolErrorMessage } from './system-messages';
 import type { TurnGateway } from './gateway';
 import { routeSchemas } from './openapi';
+import type { UserContext } from '../shared/user';
 
 export interface WsDeps {
   gateway: TurnGateway;

@@ -3,34 +3,14 @@
  * when older ones are condensed into a summary, and how the stored transcript stays bounded.
  * Pure: the session workflow calls these, so they must replay identically (no clocks, no I/O).
  */
+import type { HistoryOptions, TranscriptMessage } from '../shared/session';
 import type { ChatMessage } from '../shared/turn';
-
-export interface HistoryOptions {
-  /** Most tokens of conversation (summary + messages) sent to the LLM with a new user message. */
-  maxTokenCount: number;
-  /** Above this many tokens of unsummarized conversation, older messages are summarized. */
-  summarizationThreshold: number;
-  /** Always kept verbatim (never summarized, never pruned before older ones). */
-  retainNewestMessages: number;
-}
 
 export const DEFAULT_HISTORY_OPTIONS: HistoryOptions = {
   maxTokenCount: 8_000,
   summarizationThreshold: 6_000,
   retainNewestMessages: 10,
 };
-
-/** One message of the conversation as users see it (GET /v1/sessions/:id/messages). */
-export interface TranscriptMessage {
-  /** 0-based position in the whole conversation; stable across continue-as-new. */
-  index: number;
-  role: 'user' | 'assistant';
-  content: string;
-  turnId: string;
-  at: string;
-  /** The turn's outcome; user messages carry it too, so a queued or failed request is visible. */
-  status: 'queued' | 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled';
-}
 
 /**
  * A rough token count: about four characters per token for English text plus a few tokens of

@@ -1,34 +1,27 @@
-import { z } from 'zod';
-import type { Policy, UserContext } from '../core/policy';
+import type { Policy } from './policy';
+import type { UserContext } from './user';
 
 /**
  * Types that cross the workflow boundary (workflow input, queries, results). Everything here ends up
  * in workflow history: plain JSON, no secrets, no functions.
  */
 
-export const TurnStatusSchema = z.enum(['running', 'awaiting_approval', 'completed', 'failed', 'cancelled']);
-export type TurnStatus = z.infer<typeof TurnStatusSchema>;
+export const TURN_STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'cancelled'] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
 
 /** A chat message in OpenAI chat-completions shape, the lingua franca of the LLM activity. */
-export const LlmToolCallSchema = z.object({
-  id: z.string(),
-  name: z.string(),
+export interface LlmToolCall {
+  id: string;
+  name: string;
   /** Raw JSON text exactly as the model produced it; parsed (and rejected if invalid) by the host. */
-  arguments: z.string(),
-});
-export type LlmToolCall = z.infer<typeof LlmToolCallSchema>;
+  arguments: string;
+}
 
-export const ChatMessageSchema = z.discriminatedUnion('role', [
-  z.object({ role: z.literal('system'), content: z.string() }),
-  z.object({ role: z.literal('user'), content: z.string() }),
-  z.object({
-    role: z.literal('assistant'),
-    content: z.string().nullable(),
-    toolCalls: z.array(LlmToolCallSchema).optional(),
-  }),
-  z.object({ role: z.literal('tool'), toolCallId: z.string(), content: z.string() }),
-]);
-export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: LlmToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
 
 /** A tool the LLM may call, as sent to the model (name + description + JSON Schema). */
 export interface LlmToolSpec {
@@ -52,13 +45,10 @@ export interface LlmResponse {
 }
 
 /** What the conversation asks to be gathered as context before the first LLM call. */
-export const ContextSpecSchema = z.object({
-  resources: z.array(z.object({ server: z.string(), uri: z.string() })).default([]),
-  prompts: z
-    .array(z.object({ server: z.string(), name: z.string(), arguments: z.record(z.string(), z.string()).optional() }))
-    .default([]),
-});
-export type ContextSpec = z.infer<typeof ContextSpecSchema>;
+export interface ContextSpec {
+  resources: { server: string; uri: string }[];
+  prompts: { server: string; name: string; arguments?: Record<string, string> }[];
+}
 
 export interface RetryProfile {
   maximumAttempts: number;
@@ -187,3 +177,15 @@ export interface TurnState {
 }
 
 export const TERMINAL_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled'];
+
+export interface ApprovalInput {
+  toolCallId: string;
+  approve: boolean;
+  /** The verified caller deciding; the workflow checks they may approve this turn. */
+  approver: UserContext;
+}
+
+export interface ApprovalResult {
+  toolCallId: string;
+  decision: 'approved' | 'rejected';
+}

@@ -15,30 +15,12 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
-import {
-  fallbackSummary,
-  llmMessagesOf,
-  planSummary,
-  pruneForLlm,
-  trimTranscript,
-  type TranscriptMessage,
-} from '../core/history';
+import { fallbackSummary, llmMessagesOf, planSummary, pruneForLlm, trimTranscript } from '../core/history';
 import type { TurnInput, TurnState } from '../shared/turn';
-import {
-  beginTurnSignal,
-  SESSION_BUSY,
-  SESSION_FORBIDDEN,
-  SessionIdKey,
-  type SessionCarry,
-  type SessionInput,
-  sessionStateQuery,
-  type SubmitMessageResult,
-  submitMessageUpdate,
-  TenantIdKey,
-  TURN_FAILED_ERROR_TYPE,
-  UserIdKey,
-} from './definitions';
+import { Failure, NON_RETRYABLE } from '../shared/failures';
+import { beginTurnSignal, SessionIdKey, sessionStateQuery, submitMessageUpdate, TenantIdKey, UserIdKey } from './definitions';
 import { turnWorkflow } from './turn';
+import type { SessionCarry, SessionInput, SubmitMessageResult, TranscriptMessage } from '../shared/session';
 
 /** Longest summary kept; the summarizer is asked for less, the fallback is cut to this. */
 const MAX_SUMMARY_CHARS = 4_000;
@@ -75,7 +57,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
   const summarizer = proxyActivities<Activities>({
     startToCloseTimeout: '2 minutes',
     heartbeatTimeout: '30 seconds',
-    retry: { maximumAttempts: 3, initialInterval: '1 second', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['LlmRequestRejected'] },
+    retry: { maximumAttempts: 3, initialInterval: '1 second', maximumInterval: '10 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE.llm] },
   });
 
   setHandler(sessionStateQuery, () => ({
@@ -144,8 +126,12 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     },
     {
       validator: (msg) => {
-        if (msg.user.id !== owner.id || msg.user.tenant !== owner.tenant) throw new Error(SESSION_FORBIDDEN);
-        if (!known(msg.turnId) && queue.length >= settings.maxQueuedTurns) throw new Error(SESSION_BUSY);
+        if (msg.user.id !== owner.id || msg.user.tenant !== owner.tenant) {
+          throw ApplicationFailure.create({ type: Failure.SessionForbidden, message: 'this session belongs to someone else', nonRetryable: true });
+        }
+        if (!known(msg.turnId) && queue.length >= settings.maxQueuedTurns) {
+          throw ApplicationFailure.create({ type: Failure.SessionBusy, message: 'too many messages are waiting in this session', nonRetryable: true });
+        }
       },
     },
   );
@@ -220,7 +206,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
       if (cause instanceof CancelledFailure) {
         status = 'cancelled';
         state = cause.details?.[0] as TurnState | undefined;
-      } else if (cause instanceof ApplicationFailure && cause.type === TURN_FAILED_ERROR_TYPE) {
+      } else if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed) {
         state = cause.details?.[0] as TurnState | undefined;
       }
       // Anything else (terminated, timed out) is a failed turn; the session itself carries on.

@@ -28,26 +28,19 @@ import type {
   TurnInput,
   TurnState,
 } from '../shared/turn';
-import {
-  APPROVAL_ALREADY_DECIDED,
-  APPROVAL_FORBIDDEN,
-  APPROVAL_NOT_PENDING,
-  approveToolCallUpdate,
-  beginTurnSignal,
-  TURN_FAILED_ERROR_TYPE,
-  turnStateQuery,
-} from './definitions';
+import { Failure, failureTypeOf, type FailureType, NON_RETRYABLE } from '../shared/failures';
+import { approveToolCallUpdate, beginTurnSignal, turnStateQuery } from './definitions';
 
 /** How much of a tool result the turn record keeps (the LLM gets up to maxToolResultChars). */
 const RECORD_RESULT_CHARS = 2_000;
 
-function retry(profile: RetryProfile, nonRetryableErrorTypes: string[]) {
+function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
   return {
     maximumAttempts: profile.maximumAttempts,
     initialInterval: profile.initialIntervalMs,
     maximumInterval: profile.maximumIntervalMs,
     backoffCoefficient: 2,
-    nonRetryableErrorTypes,
+    nonRetryableErrorTypes: [...nonRetryableErrorTypes],
   };
 }
 
@@ -73,12 +66,12 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   const llm = proxyActivities<Activities>({
     startToCloseTimeout: timeouts.llmStartToCloseMs,
     heartbeatTimeout: timeouts.llmHeartbeatMs,
-    retry: retry(options.llmRetry, ['LlmRequestRejected']),
+    retry: retry(options.llmRetry, NON_RETRYABLE.llm),
   });
   const tools = proxyActivities<Activities>({
     startToCloseTimeout: timeouts.toolStartToCloseMs,
     heartbeatTimeout: timeouts.toolHeartbeatMs,
-    retry: retry(options.mcpRetry, ['McpPermanentError']),
+    retry: retry(options.mcpRetry, NON_RETRYABLE.mcp),
   });
 
   // Audit appends must not be lost, but they are cheap and idempotent enough to retry freely.
@@ -121,10 +114,12 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     {
       validator: ({ toolCallId, approver }) => {
         const pending = approvals.find((a) => a.toolCallId === toolCallId);
-        if (!pending) throw new Error(APPROVAL_NOT_PENDING);
-        if (pending.state !== 'pending' || decisions.has(toolCallId)) throw new Error(APPROVAL_ALREADY_DECIDED);
+        if (!pending) throw rejection(Failure.ApprovalNotPending, 'no pending approval with that tool call id');
+        if (pending.state !== 'pending' || decisions.has(toolCallId)) {
+          throw rejection(Failure.ApprovalAlreadyDecided, 'that tool call was already decided');
+        }
         if (!user || !policy || approver.tenant !== user.tenant || !canApprove(policy, approver, user.id)) {
-          throw new Error(APPROVAL_FORBIDDEN);
+          throw rejection(Failure.ApprovalForbidden, 'not allowed to decide approvals of this turn');
         }
       },
     },
@@ -135,7 +130,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     state.error = error;
     emit('error', { ...error });
     throw ApplicationFailure.create({
-      type: TURN_FAILED_ERROR_TYPE,
+      type: Failure.TurnFailed,
       message: error.message,
       nonRetryable: true,
       details: [state],
@@ -341,9 +336,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
 }
 
 function llmError(err: unknown): TurnError {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && cause.type === 'LlmRequestRejected') {
-    return { code: 'llm_rejected', message: `The language model rejected the request: ${cause.message}` };
+  if (failureTypeOf(err) === Failure.LlmRequestRejected) {
+    return { code: 'llm_rejected', message: `The language model rejected the request: ${describeFailure(err)}` };
   }
   return { code: 'llm_unavailable', message: `The language model is unavailable: ${describeFailure(err)}` };
 }
@@ -354,4 +348,9 @@ function describeFailure(err: unknown): string {
   while (current instanceof ActivityFailure && current.cause) current = current.cause;
   if (current instanceof Error) return current.message;
   return String(current);
+}
+
+/** An update validator's refusal: typed, so the API decides on the type, never on the wording. */
+function rejection(type: FailureType, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true });
 }

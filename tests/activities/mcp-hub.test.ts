@@ -12,7 +12,8 @@ import { parseMcpConfig, type McpConfig } from '../../src/mcp/config';
 import { McpPermanentError, McpServerHub, McpTransientError, type HubLogger } from '../../src/mcp/hub';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
 import { compileExamples, waitForExit } from '../helpers/compile-examples';
-import { CatalogSchema, type ToolOutcome } from '../../src/shared/tool-types';
+import { CatalogSchema } from '../../src/api/openapi';
+import type { ToolOutcome } from '../../src/shared/tool-types';
 
 jest.setTimeout(60_000);
 

@@ -2,11 +2,10 @@ import type { InjectOptions } from 'fastify';
 import { buildApp } from '../../src/api/app';
 import { fakeAuth } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
-import type { UserContext } from '../../src/core/policy';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnState } from '../../src/shared/turn';
-import type { TranscriptMessage } from '../../src/core/history';
-import type { SessionView } from '../../src/workflows/definitions';
+import type { UserContext } from '../../src/shared/user';
+import type { SessionView, TranscriptMessage } from '../../src/shared/session';
 
 /** A gateway over in-memory turns: the API's validation and framing, without Temporal. */
 function fakeGateway(): TurnGateway & {

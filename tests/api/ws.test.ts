@@ -5,13 +5,12 @@ import { buildApp, type AppDeps } from '../../src/api/app';
 import { fakeAuth } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import { SYSTEM_MESSAGES } from '../../src/api/system-messages';
-import type { TranscriptMessage } from '../../src/core/history';
-import type { UserContext } from '../../src/core/policy';
 import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
-import type { SessionView } from '../../src/workflows/definitions';
 import { connectWs, turnEnded, type WsClient } from '../helpers/ws';
+import type { SessionView, TranscriptMessage } from '../../src/shared/session';
+import type { UserContext } from '../../src/shared/user';
 
 /**
  * A gateway over in-memory turns that progress over time, like the real ones: a submitted turn is the

@@ -1,12 +1,5 @@
-import {
-  estimateTokens,
-  fallbackSummary,
-  llmMessagesOf,
-  planSummary,
-  pruneForLlm,
-  trimTranscript,
-  type TranscriptMessage,
-} from '../../src/core/history';
+import { estimateTokens, fallbackSummary, llmMessagesOf, planSummary, pruneForLlm, trimTranscript } from '../../src/core/history';
+import type { TranscriptMessage } from '../../src/shared/session';
 
 /** A transcript of `n` completed exchanges, optionally recorded the way queued turns are (requests first). */
 function transcript(n: number, opts: { queuedStyle?: boolean; words?: number } = {}): TranscriptMessage[] {

@@ -1,17 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import {
-  canApprove,
-  decideTool,
-  filterCatalog,
-  parsePolicy,
-  PolicyError,
-  requiredScopes,
-  UserContextSchema,
-  type Policy,
-  type UserContext,
-} from '../../src/core/policy';
+import { canApprove, decideTool, filterCatalog, requiredScopes } from '../../src/core/policy';
 import type { CatalogTool } from '../../src/shared/tool-types';
+import { parsePolicy, PolicyError, UserContextSchema } from '../../src/config/policy';
+import type { Policy } from '../../src/shared/policy';
+import type { UserContext } from '../../src/shared/user';
 
 const user = (role: string, scopes: string[] = [], id = `u-${role}`): UserContext => ({ id, role, tenant: 'demo', scopes });
 

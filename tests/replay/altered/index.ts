@@ -5,8 +5,8 @@
 import { sleep } from '@temporalio/workflow';
 import { turnWorkflow as realTurnWorkflow } from '../../../src/workflows/turn';
 import { sessionWorkflow as realSessionWorkflow } from '../../../src/workflows/session';
-import type { SessionInput } from '../../../src/workflows/definitions';
 import type { TurnInput, TurnState } from '../../../src/shared/turn';
+import type { SessionInput } from '../../../src/shared/session';
 
 export { catalogWorkflow } from '../../../src/workflows/catalog';
 

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ContextSpecSchema, type TurnOptions } from './shared/turn';
-import type { SessionSettings } from './workflows/definitions';
+import type { ContextSpec, TurnOptions } from '../shared/turn';
+import type { SessionSettings } from '../shared/session';
 
 /**
  * Every setting comes from the environment (and the files it names), is validated here once, and
@@ -49,6 +49,14 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
 });
 export type EnvConfig = z.infer<typeof EnvSchema>;
+
+/** What the conversation asks to be gathered as context before the first LLM call. */
+const ContextSpecSchema = z.object({
+  resources: z.array(z.object({ server: z.string(), uri: z.string() })).default([]),
+  prompts: z
+    .array(z.object({ server: z.string(), name: z.string(), arguments: z.record(z.string(), z.string()).optional() }))
+    .default([]),
+}) satisfies z.ZodType<ContextSpec, unknown>;
 
 const RetrySchema = z.object({
   maximumAttempts: z.number().int().min(1).max(100),

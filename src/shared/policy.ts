@@ -1,0 +1,25 @@
+/**
+ * The tool policy document, validated and with defaults applied (the schema lives at the edge that
+ * loads it: src/config/policy.ts). Carried in workflow input: plain JSON. The decisions taken on it are
+ * in src/core/policy.ts.
+ */
+export interface ServerRule {
+  /** `"*"`, or tool names and prefixes ending in `*`. */
+  tools: '*' | string[];
+}
+
+export interface Policy {
+  /** Role name → server name (or `"*"`) → the tools that role may use there. */
+  roles: Record<string, { servers: Record<string, ServerRule> }>;
+  /** `<server>/<tool>` pattern → scopes a caller must hold for matching tools. */
+  toolScopes: Record<string, string[]>;
+  /** A scope that passes every scope check (never a role check). */
+  superScope?: string;
+  approval?: {
+    /** `<server>/<tool>` patterns whose calls wait for a human decision. */
+    tools: string[];
+    timeoutMs: number;
+    /** Roles that may decide other users' pending calls (the owner always may). */
+    approverRoles: string[];
+  };
+}
