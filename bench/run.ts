@@ -20,7 +20,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadPolicyFile } from '../src/api/auth';
 import { createTemporalGateway } from '../src/api/gateway';
 import { AuditLog } from '../src/audit';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
@@ -59,6 +58,7 @@ import {
 } from './lib/streaming';
 import type { Policy } from '../src/shared/policy';
 import type { UserContext } from '../src/shared/user';
+import { loadPolicyFile } from '../src/config/policy';
 
 const TARGETS = { addedPerStepP50Ms: 5, durableTurnsPerSecond: 50, pooledSpeedup: 50, firstSseEventP50Ms: 30, addedTtftP50Ms: 50 };
 const SESSION = 'bench';

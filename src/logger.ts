@@ -6,7 +6,7 @@ export type Logger = pino.Logger;
  * Structured logs (pino). Redaction is a second line of defence: secrets should never reach a log
  * call in the first place.
  */
-export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'info'): Logger {
+export function createLogger(name: string, level: string): Logger {
   return pino({
     name,
     level,

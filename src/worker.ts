@@ -17,8 +17,8 @@ import { createArgumentValidator } from './mcp/validate-args';
 const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
 
 async function main(): Promise<void> {
-  const logger = createLogger('worker');
   const env = loadEnvConfig();
+  const logger = createLogger('worker', env.LOG_LEVEL);
   if (!env.LLM_BASE_URL) {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
   }
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   try {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> =
-      existsSync(PREBUILT_BUNDLE) && process.env.WORKFLOW_BUNDLE !== 'off'
+      existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
         : { workflowsPath: require.resolve('./workflows') };
     const worker = await Worker.create({

@@ -12,13 +12,11 @@
  * Every failure is an `HttpError(401)` with a stable code; messages never contain the token, any part
  * of it, or the secret. Failures that are not the caller's fault (the JWKS endpoint is down) are 503.
  */
-import { readFileSync } from 'node:fs';
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
-import { ConfigError } from '../config';
+import { ConfigError, type EnvConfig } from '../config';
 import { HttpError } from './errors';
-import { NAME_PATTERN, parsePolicy, PolicyError, UserContextSchema } from '../config/policy';
-import type { Policy } from '../shared/policy';
+import { NAME_PATTERN, UserContextSchema } from '../config/policy';
 import type { UserContext } from '../shared/user';
 
 export const DEFAULT_ISSUER = 'durable-mcp-host';
@@ -228,8 +226,11 @@ export interface AuthConfig {
   audience: string;
 }
 
+/** The authentication variables, as read by the one environment reader (src/config). */
+export type AuthEnv = Partial<Pick<EnvConfig, 'JWT_SECRET' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>>;
+
 /** `JWT_ISSUER` and `JWT_AUDIENCE`, defaults applied (an empty value counts as unset). */
-export function issuerAndAudience(env: NodeJS.ProcessEnv): { issuer: string; audience: string } {
+export function issuerAndAudience(env: AuthEnv): { issuer: string; audience: string } {
   return { issuer: env.JWT_ISSUER || DEFAULT_ISSUER, audience: env.JWT_AUDIENCE || DEFAULT_AUDIENCE };
 }
 
@@ -238,7 +239,7 @@ export function issuerAndAudience(env: NodeJS.ProcessEnv): { issuer: string; aud
  * `JWT_JWKS_URL`, plus `JWT_ISSUER` and `JWT_AUDIENCE`. Throws `ConfigError` naming the variable;
  * the secret itself never appears in a message.
  */
-export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig {
+export function loadAuthConfig(env: AuthEnv): AuthConfig {
   const secret = env.JWT_SECRET || undefined;
   const jwksUrl = env.JWT_JWKS_URL || undefined;
   if (secret === undefined && jwksUrl === undefined) {
@@ -255,28 +256,6 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
   }
   if (jwksUrl !== undefined) parseJwksUrl(jwksUrl);
   return { ...(secret !== undefined ? { hs256Secret: secret } : { jwksUrl: jwksUrl as string }), ...issuerAndAudience(env) };
-}
-
-/** Reads and validates the tool policy file; a `ConfigError` names the file and every bad field. */
-export function loadPolicyFile(file: string): Policy {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`cannot read policy file ${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`policy file ${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  try {
-    return parsePolicy(json, `policy file ${file}`);
-  } catch (err) {
-    if (err instanceof PolicyError) throw new ConfigError(err.message);
-    throw err;
-  }
 }
 
 export interface DevTokenOptions {

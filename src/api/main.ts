@@ -2,15 +2,16 @@ import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadEnvConfig, loadHostConfig, sessionSettingsFrom, turnOptionsFrom } from '../config';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
-import { createAuthenticator, loadAuthConfig, loadPolicyFile } from './auth';
+import { createAuthenticator, loadAuthConfig } from './auth';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
 import { createLiveTextHub } from '../streaming/hub';
+import { loadPolicyFile } from '../config/policy';
 
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
   const env = loadEnvConfig();
   const host = loadHostConfig(env.HOST_CONFIG);
-  const auth = createAuthenticator(loadAuthConfig(process.env));
+  const auth = createAuthenticator(loadAuthConfig(env));
   const policy = loadPolicyFile(env.POLICY_FILE);
   const logger = createLogger('api', env.LOG_LEVEL);
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });

@@ -15,6 +15,8 @@ export class ConfigError extends Error {
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+/** An empty value counts as unset, as shells make it easy to export `VAR=`. */
+const optionalText = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
 
 const EnvSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
@@ -47,6 +49,13 @@ const EnvSchema = z.object({
   RESOURCE_MAX_STALE_MS: z.coerce.number().int().nonnegative().default(3_600_000),
   ACTIVITY_HEARTBEAT_MS: positiveInt.default(5_000),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  /** API authentication (checked as a set by loadAuthConfig in src/api/auth.ts): one of the two key sources. */
+  JWT_SECRET: optionalText,
+  JWT_JWKS_URL: optionalText,
+  JWT_ISSUER: optionalText,
+  JWT_AUDIENCE: optionalText,
+  /** Worker: `off` bundles the workflow code at start instead of loading the prebuilt bundle (development). */
+  WORKFLOW_BUNDLE: z.enum(['prebuilt', 'off']).default('prebuilt'),
 });
 export type EnvConfig = z.infer<typeof EnvSchema>;
 

@@ -3,7 +3,9 @@
  * validated here, at the edge, so the pure core (src/core/policy.ts) only takes decisions on typed,
  * plain values. The types are written out in src/shared; the schemas are checked against them.
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ConfigError } from './index';
 import type { Policy } from '../shared/policy';
 import { describeIssues } from '../shared/issues';
 import type { UserContext } from '../shared/user';
@@ -115,3 +117,25 @@ export function parsePolicy(json: unknown, source = 'policy'): Policy {
 
 // The schema's output must stay the shared Policy type (a compile-time check, no runtime cost).
 const _policyShape: z.ZodType<Policy, z.input<typeof PolicySchema>> = PolicySchema;
+
+/** Reads and validates the tool policy file; a `ConfigError` names the file and every bad field. */
+export function loadPolicyFile(file: string): Policy {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read policy file ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`policy file ${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  try {
+    return parsePolicy(json, `policy file ${file}`);
+  } catch (err) {
+    if (err instanceof PolicyError) throw new ConfigError(err.message);
+    throw err;
+  }
+}

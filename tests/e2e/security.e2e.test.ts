@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { loadPolicyFile } from '../../src/api/auth';
 import { verifyAuditLog } from '../../src/audit';
 import { bearer, getJson, postJson, postMessage, readSse, type SseEvent } from '../helpers/http';
 import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
 import { JWT_AUDIENCE, JWT_ISSUER, ROOT } from '../helpers/system';
+import { loadPolicyFile } from '../../src/config/policy';
 
 /**
  * Who may do what, on the real system: JWTs at the edge, the policy filtering what the model sees

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { buildApp } from '../../src/api/app';
-import { createAuthenticator, loadPolicyFile, mintDevToken } from '../../src/api/auth';
+import { createAuthenticator, mintDevToken } from '../../src/api/auth';
 import { setDefaultToken } from './http';
 import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
@@ -15,6 +15,7 @@ import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
 import type { Policy } from '../../src/shared/policy';
+import { loadPolicyFile } from '../../src/config/policy';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
 export const ROOT = findRoot(__dirname);

@@ -7,12 +7,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { DemoRules } from '../../src/demo-model/rules';
-import { loadPolicyFile } from '../../src/api/auth';
 import { bearer, postJson, postMessage, readSse } from '../helpers/http';
 import { startSchoolSystem } from '../helpers/school';
 import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
 import { ownerKey } from '../../src/api/gateway';
 import { sessionWorkflowId } from '../../src/shared/ids';
+import { loadPolicyFile } from '../../src/config/policy';
 
 const OUT = path.join(ROOT, 'tests', 'histories');
 

@@ -5,18 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
-import {
-  createAuthenticator,
-  DEFAULT_AUDIENCE,
-  DEFAULT_ISSUER,
-  loadAuthConfig,
-  loadPolicyFile,
-  mintDevToken,
-  type Authenticator,
-} from '../../src/api/auth';
+import { createAuthenticator, DEFAULT_AUDIENCE, DEFAULT_ISSUER, loadAuthConfig, mintDevToken, type Authenticator } from '../../src/api/auth';
 import { HttpError } from '../../src/api/errors';
 import { mintTokenFromArgs, UsageError } from '../../src/cli/mint-token';
 import { ConfigError } from '../../src/config';
+import { loadPolicyFile } from '../../src/config/policy';
 
 const SECRET = 'unit-test-secret-0123456789-abcdefghijklmnop';
 const OTHER_SECRET = 'another-secret-0123456789-abcdefghijklmnopq';
