@@ -13,26 +13,15 @@ import {
 } from '@temporalio/workflow';
 import type { Activities, AuditRequest } from '../activities';
 import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../core/host-loop';
-import { canApprove, decideTool, filterCatalog } from '../core/policy';
+import { decideTool, filterCatalog } from '../core/policy';
+import { createTurnRecord } from '../core/turn-record';
+import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
-import type {
-  ChatMessage,
-  PendingApproval,
-  RetryProfile,
-  ToolCallRecord,
-  TurnError,
-  TurnEvent,
-  TurnEventType,
-  TurnInput,
-  TurnState,
-} from '../shared/turn';
-import { Failure, failureTypeOf, type FailureType, NON_RETRYABLE } from '../shared/failures';
-import { approveToolCallUpdate, beginTurnSignal, turnStateQuery } from './definitions';
-
-/** How much of a tool result the turn record keeps (the LLM gets up to maxToolResultChars). */
-const RECORD_RESULT_CHARS = 2_000;
+import type { ChatMessage, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
+import { handleApprovals } from './approvals';
+import { beginTurnSignal, turnStateQuery } from './definitions';
 
 function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
   return {
@@ -82,53 +71,16 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   const user = input.user;
   const policy = input.policy;
 
-  const state: TurnState = {
-    turnId: input.turnId,
-    sessionId: input.sessionId,
-    ...(user ? { owner: { id: user.id, tenant: user.tenant } } : {}),
-    status: 'running',
-    toolCalls: [],
-    events: [],
-    steps: 0,
-  };
-  const emit = (type: TurnEventType, data: Record<string, unknown>): void => {
-    const event: TurnEvent = { id: state.events.length + 1, type, at: new Date().toISOString(), data };
-    state.events.push(event);
-  };
-  setHandler(turnStateQuery, (afterEventId?: number) => ({
-    ...state,
-    events: afterEventId ? state.events.filter((e) => e.id > afterEventId) : state.events,
-  }));
-
-  // Durable human approval: a decision arrives as an update; the wait is a durable timer, so it
-  // survives worker restarts. The validator refuses unknown, decided or unauthorized decisions
-  // before anything is written to history.
-  const decisions = new Map<string, { approve: boolean; by: string }>();
-  const approvals: PendingApproval[] = [];
-  setHandler(
-    approveToolCallUpdate,
-    ({ toolCallId, approve, approver }) => {
-      decisions.set(toolCallId, { approve, by: approver.id });
-      return { toolCallId, decision: approve ? ('approved' as const) : ('rejected' as const) };
-    },
-    {
-      validator: ({ toolCallId, approver }) => {
-        const pending = approvals.find((a) => a.toolCallId === toolCallId);
-        if (!pending) throw rejection(Failure.ApprovalNotPending, 'no pending approval with that tool call id');
-        if (pending.state !== 'pending' || decisions.has(toolCallId)) {
-          throw rejection(Failure.ApprovalAlreadyDecided, 'that tool call was already decided');
-        }
-        if (!user || !policy || approver.tenant !== user.tenant || !canApprove(policy, approver, user.id)) {
-          throw rejection(Failure.ApprovalForbidden, 'not allowed to decide approvals of this turn');
-        }
-      },
-    },
+  const record = createTurnRecord(
+    { turnId: input.turnId, sessionId: input.sessionId, ...(user ? { owner: { id: user.id, tenant: user.tenant } } : {}) },
+    () => new Date().toISOString(),
   );
+  const { state, emit } = record;
+  setHandler(turnStateQuery, (afterEventId?: number) => record.view(afterEventId));
+  const approvals = handleApprovals(record, user, policy, recordAudit);
 
   const fail = (error: TurnError): never => {
-    state.status = 'failed';
-    state.error = error;
-    emit('error', { ...error });
+    record.fail(error);
     throw ApplicationFailure.create({
       type: Failure.TurnFailed,
       message: error.message,
@@ -221,18 +173,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       });
     }
 
-    state.status = 'completed';
-    state.text = finalText;
-    emit('text', { text: finalText });
-    emit('done', { status: 'completed' });
+    record.complete(finalText);
     return state;
   } catch (err) {
     // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
     // cancelled (the server gets notifications/cancelled), no further tool call starts.
     if (!isCancellation(err)) throw err;
-    state.status = 'cancelled';
-    for (const a of approvals) if (a.state === 'pending') a.state = 'rejected';
-    emit('cancelled', { status: 'cancelled' });
+    record.cancel();
     throw new CancelledFailure('The turn was cancelled.', [state]);
   }
 
@@ -243,95 +190,47 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     ]);
   }
 
-  /** Pauses this call until the owner (or an approver) decides, or the policy's timeout denies it. */
-  async function approved(p: Extract<PlannedCall, { kind: 'call' }>, step: number): Promise<boolean> {
-    const pending: PendingApproval = {
-      toolCallId: p.call.id,
-      name: p.tool.name,
-      server: p.tool.server,
-      tool: p.tool.tool,
-      arguments: p.arguments,
-      state: 'pending',
-    };
-    approvals.push(pending);
-    state.approvals = approvals;
-    state.status = 'awaiting_approval';
-    emit('approval_required', { toolCallId: p.call.id, name: p.tool.name, server: p.tool.server, tool: p.tool.tool, arguments: p.arguments, step });
-    await recordAudit({ kind: 'approval_requested', server: p.tool.server, tool: p.tool.tool, args: p.arguments, toolCallId: p.call.id });
-    const timeoutMs = policy?.approval?.timeoutMs ?? 300_000;
-    const decided = await condition(() => decisions.has(p.call.id), timeoutMs);
-    const d = decisions.get(p.call.id);
-    pending.state = !decided || !d ? 'timed_out' : d.approve ? 'approved' : 'rejected';
-    if (d) pending.decidedBy = d.by;
-    if (!approvals.some((a) => a.state === 'pending')) state.status = 'running';
-    emit('approval_decided', { toolCallId: p.call.id, decision: pending.state, ...(d ? { by: d.by } : {}) });
-    await recordAudit({
-      kind: 'approval_decision',
-      server: p.tool.server,
-      tool: p.tool.tool,
-      toolCallId: p.call.id,
-      outcome: pending.state === 'approved' ? 'approved' : pending.state === 'rejected' ? 'rejected' : 'timed_out',
-      ...(d ? { detail: `decided by ${d.by}` } : {}),
-    });
-    return pending.state === 'approved';
+  async function runToolCall(p: PlannedCall, step: number): Promise<ToolOutcome> {
+    const call = record.startToolCall({ id: p.call.id, step, name: p.call.name, server: p.tool?.server, tool: p.tool?.tool, arguments: p.arguments });
+    const outcome = await toolOutcome(p, step);
+    record.finishToolCall(call, outcome);
+    return outcome;
   }
 
-  async function runToolCall(p: PlannedCall, step: number): Promise<ToolOutcome> {
-    const record: ToolCallRecord = {
-      id: p.call.id,
-      step,
-      name: p.call.name,
-      server: p.tool?.server,
-      tool: p.tool?.tool,
-      arguments: p.arguments,
-      state: 'running',
-      startedAt: new Date().toISOString(),
-    };
-    state.toolCalls.push(record);
-    emit('tool_call_started', { toolCallId: record.id, name: record.name, server: record.server, tool: record.tool, arguments: record.arguments });
-
-    let outcome: ToolOutcome;
+  /** A rejection, a denial, a refused approval or the tool's own result: what the model hears back. */
+  async function toolOutcome(p: PlannedCall, step: number): Promise<ToolOutcome> {
+    if (p.kind === 'reject') return { isError: true, text: p.reason };
     // Checked again here, whatever the model was shown: a prompt-injected model asking for a hidden
     // or forbidden tool gets a denial as its tool result, and the denial is audited.
-    const decision = p.kind === 'call' && user && policy ? decideTool(policy, user, p.tool.server, p.tool.tool) : undefined;
-    if (p.kind === 'reject') {
-      outcome = { isError: true, text: p.reason };
-    } else if (decision && !decision.allowed) {
-      outcome = { isError: true, text: `Denied by policy: ${decision.reason}` };
+    const decision = user && policy ? decideTool(policy, user, p.tool.server, p.tool.tool) : undefined;
+    if (decision && !decision.allowed) {
       await recordAudit({ kind: 'denial', server: p.tool.server, tool: p.tool.tool, args: p.arguments, outcome: 'denied', detail: decision.reason, toolCallId: p.call.id });
-    } else if (decision?.needsApproval && !(await approved(p, step))) {
-      const a = approvals.find((x) => x.toolCallId === p.call.id);
-      outcome = {
-        isError: true,
-        text: a?.state === 'timed_out' ? 'The user did not approve this action in time; it was not performed.' : 'The user rejected this action; it was not performed.',
-      };
-    } else {
-      try {
-        outcome = await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
-          {
-            turnId: input.turnId,
-            server: p.tool.server,
-            tool: p.tool.tool,
-            llmName: p.tool.name,
-            arguments: p.arguments,
-            idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
-            ...(user ? { user } : {}),
-            ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
-            toolCallId: p.call.id,
-          },
-        ]);
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
-        outcome = { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
-      }
+      return { isError: true, text: `Denied by policy: ${decision.reason}` };
     }
-    record.state = outcome.isError ? 'failed' : 'completed';
-    record.isError = outcome.isError;
-    record.result = truncate(outcome.text, RECORD_RESULT_CHARS);
-    record.finishedAt = new Date().toISOString();
-    emit('tool_call_finished', { toolCallId: record.id, name: record.name, isError: outcome.isError, result: record.result });
-    return outcome;
+    if (decision?.needsApproval) {
+      const approval = await approvals.wait(p, step);
+      if (approval === 'timed_out') return { isError: true, text: 'The user did not approve this action in time; it was not performed.' };
+      if (approval !== 'approved') return { isError: true, text: 'The user rejected this action; it was not performed.' };
+    }
+    try {
+      return await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
+        {
+          turnId: input.turnId,
+          server: p.tool.server,
+          tool: p.tool.tool,
+          llmName: p.tool.name,
+          arguments: p.arguments,
+          idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
+          ...(user ? { user } : {}),
+          ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
+          toolCallId: p.call.id,
+        },
+      ]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
+      return { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
+    }
   }
 }
 
@@ -350,7 +249,3 @@ function describeFailure(err: unknown): string {
   return String(current);
 }
 
-/** An update validator's refusal: typed, so the API decides on the type, never on the wording. */
-function rejection(type: FailureType, message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type, message, nonRetryable: true });
-}
