@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { type AuditSink, createActivities } from './activities';
+import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './streaming/publisher';
-import { AuditLog, DEFAULT_REDACTION, loadRedactionRules, redactText } from './audit';
+import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
 import { createLogger } from './logger';
@@ -46,16 +46,7 @@ async function main(): Promise<void> {
       ? createLivePublisher({ url: env.LIVE_PUSH_URL, secret: env.LIVE_SECRET, logger })
       : createNoopPublisher();
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
-  const auditLog = new AuditLog(env.AUDIT_LOG, { redaction });
-  const audit: AuditSink = {
-    append: (e) =>
-      auditLog.append({
-        ...e,
-        args: e.args !== null && typeof e.args === 'object' && !Array.isArray(e.args) ? (e.args as Record<string, unknown>) : undefined,
-        // Free text (tool errors, reasons) can carry personal data too.
-        detail: e.detail === undefined ? undefined : redactText(e.detail, redaction).slice(0, 500),
-      }),
-  };
+  const audit = new AuditLog(env.AUDIT_LOG, { redaction });
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   try {

@@ -1,10 +1,12 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError, redact } from '../llm/errors';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import { withUserToken } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
+import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
@@ -15,26 +17,6 @@ import type { UserContext } from '../shared/user';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
-}
-
-/** What the workflow and activities send to the audit log (the log adds seq, time and the hash chain). */
-export interface AuditRequest {
-  kind: 'tool_call' | 'tool_result' | 'denial' | 'approval_requested' | 'approval_decision';
-  actor: { id: string; role: string; tenant: string };
-  server?: string;
-  tool?: string;
-  args?: unknown;
-  outcome?: 'ok' | 'error' | 'denied' | 'approved' | 'rejected' | 'timed_out';
-  detail?: string;
-  workflowId?: string;
-  runId?: string;
-  activityId?: string;
-  attempt?: number;
-  toolCallId?: string;
-}
-
-export interface AuditSink {
-  append(entry: AuditRequest): Promise<unknown>;
 }
 
 export interface ActivityDeps {

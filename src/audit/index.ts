@@ -1,7 +1,5 @@
 export { canonicalJson, CanonicalJsonError, sha256Hex } from './canonical';
 export {
-  AUDIT_KINDS,
-  AUDIT_OUTCOMES,
   AuditActorSchema,
   AuditEntrySchema,
   computeEntryHash,
@@ -10,7 +8,7 @@ export {
 } from './schema';
 export type { AuditActor, AuditEntry, AuditKind, AuditOutcome } from './schema';
 export { argsDigest, AuditLog, AuditLogError } from './log';
-export type { AuditInput, AuditLogErrorCode, AuditLogOptions } from './log';
+export type { AuditInput, AuditLogErrorCode, AuditLogOptions, AuditSink } from './log';
 export {
   DEFAULT_REDACTION,
   EMAIL_PATTERN,

@@ -1,5 +1,6 @@
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
+import type { AuditRequest } from '../shared/audit';
 import { canonicalJson, sha256Hex } from './canonical';
 import { APPEND_LOCK_RETRIES, lockAuditFile, type HeldLock } from './lock';
 import {
@@ -13,14 +14,19 @@ import {
 import { AuditEntrySchema, computeEntryHash, GENESIS_HASH, MAX_DETAIL_CHARS, type AuditEntry } from './schema';
 
 /**
- * What a caller supplies: everything but the chain fields. `args` are the raw tool arguments; they
- * are redacted here, and only the redacted copy and its digest are ever written.
+ * What a caller supplies: the request of src/shared/audit.ts, optionally with its time. `args` are
+ * the raw tool arguments; they are redacted here, and only the redacted copy and its digest are ever
+ * written. All redaction of the trail happens in this module.
  */
-export type AuditInput = Omit<AuditEntry, 'seq' | 'at' | 'prevHash' | 'hash' | 'argsDigest' | 'args'> & {
+export type AuditInput = AuditRequest & {
   /** Defaults to now. */
   at?: string | Date;
-  args?: Record<string, unknown>;
 };
+
+/** Where the workflow and activities send audit requests; the AuditLog is one. */
+export interface AuditSink {
+  append(entry: AuditInput): Promise<unknown>;
+}
 
 export interface AuditLogOptions {
   /** Defaults to DEFAULT_REDACTION. */
@@ -73,7 +79,7 @@ const NEWLINE = 0x0a;
  * An append whose tail line is damaged (truncated, edited, not JSON) is refused rather than chained
  * onto: extending a broken chain would bury the evidence under new, valid-looking entries.
  */
-export class AuditLog {
+export class AuditLog implements AuditSink {
   readonly file: string;
   private readonly rules: RedactionRules;
   private readonly redactOpts: RedactOptions;
@@ -93,7 +99,9 @@ export class AuditLog {
   }
 
   private prepare(input: AuditInput): Omit<AuditEntry, 'seq' | 'prevHash' | 'hash'> {
-    const { at, args, detail, ...rest } = input;
+    const { at, args: rawArgs, detail, ...rest } = input;
+    // Requests arrive as JSON from workflow payloads: only an object of arguments is recorded.
+    const args = rawArgs !== null && typeof rawArgs === 'object' && !Array.isArray(rawArgs) ? rawArgs : undefined;
     const redactedArgs = args === undefined ? undefined : redact(args, this.rules, this.redactOpts);
     const candidate = {
       ...rest,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AUDIT_KINDS, AUDIT_OUTCOMES } from '../shared/audit';
 import { canonicalJson, sha256Hex } from './canonical';
 
 /** prevHash of the first entry. */
@@ -8,8 +9,6 @@ export const MAX_DETAIL_CHARS = 500;
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters');
 const Text = z.string().min(1);
 
-export const AUDIT_KINDS = ['tool_call', 'tool_result', 'denial', 'approval_requested', 'approval_decision'] as const;
-export const AUDIT_OUTCOMES = ['ok', 'error', 'denied', 'approved', 'rejected', 'timed_out'] as const;
 
 export const AuditActorSchema = z.strictObject({
   id: Text,

@@ -1,17 +1,15 @@
 import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
 import { createApprovalBook } from '../core/approvals';
 import type { PlannedCall } from '../core/host-loop';
+import type { AuditRequest } from '../shared/audit';
 import type { TurnRecord } from '../core/turn-record';
 import type { Policy } from '../shared/policy';
 import type { PendingApproval } from '../shared/turn';
 import type { UserContext } from '../shared/user';
 import { approveToolCallUpdate } from './definitions';
 
-/** What the turn audits around a wait (the workflow's audit activity). */
-type AuditApproval = (entry:
-  | { kind: 'approval_requested'; server: string; tool: string; args: unknown; toolCallId: string }
-  | { kind: 'approval_decision'; server: string; tool: string; toolCallId: string; outcome: 'approved' | 'rejected' | 'timed_out'; detail?: string }
-) => Promise<void>;
+/** The turn's audit activity (it adds who and which workflow). */
+type AuditApproval = (entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>) => Promise<void>;
 
 /**
  * Durable human approval: a decision arrives as an update; the wait is a durable timer, so it survives

@@ -11,10 +11,11 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, AuditRequest } from '../activities';
+import type { Activities } from '../activities';
 import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../core/host-loop';
 import { decideTool, filterCatalog } from '../core/policy';
 import { createTurnRecord } from '../core/turn-record';
+import type { AuditRequest } from '../shared/audit';
 import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';

@@ -402,6 +402,8 @@ function buildAuditModules(): string {
     ...readdirSync(path.join(REPO_ROOT, 'src/audit'))
       .filter((f) => f.endsWith('.ts'))
       .map((f) => path.join('src/audit', f)),
+    // The audit request shape and its kinds are shared with the workflow.
+    'src/shared/audit.ts',
     'src/cli/audit-verify.ts',
   ];
   for (const rel of sources) {
