@@ -1,6 +1,7 @@
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { AuditRequest } from '../shared/audit';
+import { describeIssues } from '../shared/issues';
 import { canonicalJson, sha256Hex } from './canonical';
 import { APPEND_LOCK_RETRIES, lockAuditFile, type HeldLock } from './lock';
 import {
@@ -114,8 +115,7 @@ export class AuditLog implements AuditSink {
     const result = DraftSchema.safeParse(candidate);
     if (!result.success) {
       // zod messages name paths and expected types, never the offending values.
-      const issues = result.error.issues.map((i) => `${i.path.map(String).join('.') || '(entry)'}: ${i.message}`);
-      throw new AuditLogError('invalid_entry', `invalid audit entry: ${issues.join('; ')}`);
+      throw new AuditLogError('invalid_entry', `invalid audit entry: ${describeIssues(result.error.issues, '(entry)').join('; ')}`);
     }
     // The candidate's args, not zod's copy: zod rebuilds records by assignment, which turns an own
     // "__proto__" key (JSON.parse makes those) into a prototype and drops it from the digested args.

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { canonicalJson, isPlainObject, sha256Hex } from './canonical';
+import { describeIssues } from '../shared/issues';
 
 /**
  * Redaction of tool arguments (and free text) before they reach the audit log.
@@ -97,17 +98,11 @@ export class RedactionError extends TypeError {
   }
 }
 
-function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out ? `.${String(part)}` : String(part);
-  return out || '(root)';
-}
-
 /** Validates rules from any source; every problem names its field, e.g. `patterns[1].regex`. */
 export function parseRedactionRules(input: unknown): RedactionRules {
   const result = RedactionRulesSchema.safeParse(input);
   if (result.success) return result.data;
-  const issues = result.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`);
+  const issues = describeIssues(result.error.issues);
   throw new RedactionRulesError(`invalid redaction rules:\n  ${issues.join('\n  ')}`, issues);
 }
 

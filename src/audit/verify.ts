@@ -1,6 +1,7 @@
 import { open, stat } from 'node:fs/promises';
 import { lockAuditFile } from './lock';
 import { AuditEntrySchema, computeEntryHash, GENESIS_HASH } from './schema';
+import { describeIssues } from '../shared/issues';
 
 export interface AuditBreak {
   /** 1-based line number in the file. */
@@ -122,9 +123,7 @@ function checkLine(text: string, line: number, state: ChainState): AuditBreak | 
 
   const parsed = AuditEntrySchema.safeParse(raw);
   if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    const where = first && first.path.length > 0 ? `${first.path.map(String).join('.')}: ` : '';
-    return at(`not a valid audit entry: ${where}${first?.message ?? 'schema mismatch'}`);
+    return at(`not a valid audit entry: ${describeIssues(parsed.error.issues.slice(0, 1), '')[0] ?? 'schema mismatch'}`);
   }
   const entry = parsed.data;
 

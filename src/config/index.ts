@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { describeIssues } from '../shared/issues';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
 
@@ -121,8 +122,8 @@ export const HostConfigSchema = z
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
 export function formatZodError(source: string, error: z.ZodError): string {
-  return error.issues
-    .map((i) => `${source}: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
+  return describeIssues(error.issues, '')
+    .map((line) => `${source}: ${line}`)
     .join('\n');
 }
 

@@ -53,6 +53,7 @@
  * when the rules are loaded, so typos fail fast instead of surfacing mid-demo.
  */
 import { z } from 'zod';
+import { describeIssues } from '../shared/issues';
 
 const TEMPLATE = /\{\{\s*([^{}]*?)\s*\}\}/g;
 const WHOLE_TEMPLATE = /^\{\{\s*([^{}]*?)\s*\}\}$/;
@@ -253,20 +254,11 @@ export class DemoRulesError extends Error {
   }
 }
 
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? String(part) : `.${String(part)}`;
-  }
-  return out === '' ? '(root)' : out;
-}
-
 /** Validates rules; throws DemoRulesError whose issues name each bad field by path. */
 export function parseDemoRules(input: unknown): ResolvedDemoRules {
   const parsed = DemoRulesSchema.safeParse(input);
   if (parsed.success) return parsed.data;
-  throw new DemoRulesError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`));
+  throw new DemoRulesError(describeIssues(parsed.error.issues));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import {
   type DemoRules,
   type ResolvedDemoRules,
 } from './rules';
+import { describeIssues } from '../shared/issues';
 
 export const FaultSchema = z
   .object({
@@ -309,7 +310,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
       const param = issue ? issue.path.map(String).join('.') : null;
       throw new HttpError(
         400,
-        `demo model: invalid request: ${issue ? `${param || '(body)'}: ${issue.message}` : 'bad shape'}`,
+        `demo model: invalid request: ${issue ? describeIssues([issue], '(body)')[0] : 'bad shape'}`,
         'invalid_request_error',
         'invalid_request',
         param,
@@ -390,7 +391,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
           const issue = parsed.error.issues[0];
           throw new HttpError(
             400,
-            `demo model: invalid faults: ${issue ? `${issue.path.map(String).join('.')}: ${issue.message}` : 'bad shape'}`,
+            `demo model: invalid faults: ${issue ? describeIssues([issue], '')[0] : 'bad shape'}`,
             'invalid_request_error',
             'invalid_faults',
           );

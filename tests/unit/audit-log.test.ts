@@ -402,8 +402,10 @@ function buildAuditModules(): string {
     ...readdirSync(path.join(REPO_ROOT, 'src/audit'))
       .filter((f) => f.endsWith('.ts'))
       .map((f) => path.join('src/audit', f)),
-    // The audit request shape and its kinds are shared with the workflow.
-    'src/shared/audit.ts',
+    // The pure modules the audit code uses (request shape, issue rendering).
+    ...readdirSync(path.join(REPO_ROOT, 'src/shared'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => path.join('src/shared', f)),
     'src/cli/audit-verify.ts',
   ];
   for (const rel of sources) {
