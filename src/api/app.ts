@@ -7,9 +7,9 @@ import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { frameworkErrorCode, HttpError, notFound } from './errors';
 import { SYSTEM_MESSAGES, toolErrorMessage } from './system-messages';
-import type { LiveTextHub } from '../streaming/hub';
-import type { LiveChunk } from '../streaming/live';
-import { registerLiveIngest } from '../streaming/ingest-route';
+import type { LiveTextHub } from '../live/hub';
+import type { LiveChunk } from '../live/chunk';
+import { registerLiveIngest } from './routes/live-ingest';
 import { registerOpenApi, routeSchemas } from './openapi';
 import type { TurnGateway } from './gateway';
 import { registerWebSocket } from './ws';
@@ -39,7 +39,7 @@ export interface AppDeps {
   /** Interval of SSE keep-alive comments. */
   sseKeepAliveMs?: number;
   /**
-   * Live LLM text. With `secret`, workers push deltas to POST /internal/live (see src/streaming);
+   * Live LLM text. With `secret`, workers push deltas to POST /internal/live (see src/live);
    * streams then carry text_delta / text_reset events besides the durable ones.
    */
   live?: { hub: LiveTextHub; secret?: string };

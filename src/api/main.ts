@@ -4,7 +4,7 @@ import { createLogger } from '../logger';
 import { buildApp } from './app';
 import { createAuthenticator, loadAuthConfig, loadPolicyFile } from './auth';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
-import { createLiveTextHub } from '../streaming/hub';
+import { createLiveTextHub } from '../live/hub';
 
 /** The one file that calls listen(). */
 async function main(): Promise<void> {

@@ -7,7 +7,7 @@ import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import { SYSTEM_MESSAGES } from '../../src/api/system-messages';
 import type { TranscriptMessage } from '../../src/core/history';
 import type { UserContext } from '../../src/core/policy';
-import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
+import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
 import type { SessionView } from '../../src/workflows/definitions';

@@ -14,7 +14,7 @@ import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, ty
 import { HostConfigSchema, sessionSettingsFrom, turnOptionsFrom } from '../../src/config';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
-import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
+import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
 export const ROOT = findRoot(__dirname);

@@ -1,5 +1,5 @@
 /**
- * POST /internal/live: where workers push live LLM text (see ./publisher.ts) into the API's hub.
+ * POST /internal/live: where workers push live LLM text (see src/live/publisher.ts) into the API's hub.
  *
  * Workers are not users, so this route sits outside /v1 and its JWT hook; a shared secret guards it
  * instead. The secret is checked in onRequest, before the body is read, and compared in constant
@@ -7,9 +7,9 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import type { LiveTextHub } from './hub';
-import { LiveBatchSchema } from './live';
-import { frameworkErrorCode } from '../api/errors';
+import type { LiveTextHub } from '../../live/hub';
+import { LiveBatchSchema } from '../../live/chunk';
+import { frameworkErrorCode } from '../errors';
 
 export interface LiveIngestOptions {
   hub: Pick<LiveTextHub, 'ingest'>;
