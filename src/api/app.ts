@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
-import { z } from 'zod';
 import { type Logger, withSafeRequestLog } from '../logger';
-import { SESSION_ID_PATTERN, turnId as makeTurnId } from '../shared/ids';
+import { turnId as makeTurnId } from '../shared/ids';
+import { ApprovalBody, ApprovalParams, EventsQuery, IdempotencyKey, messageBody, parseRequest, SessionParams, TurnParams } from './contract';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { frameworkErrorCode, HttpError, notFound } from './errors';
 import { SYSTEM_MESSAGES, toolErrorMessage } from './system-messages';
@@ -47,18 +47,7 @@ export interface AppDeps {
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
 }
 
-const SessionParams = z.object({ sessionId: z.string().regex(SESSION_ID_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$') });
-const TurnParams = z.object({ turnId: z.string().min(1).max(200) });
-const IdempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const detail = result.error.issues
-    .map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
-    .join('; ');
-  throw new HttpError(400, 'invalid_request', `${where}: ${detail}`);
-}
+const parse = parseRequest;
 
 /** The public view of a turn (ARCHITECTURE.md §9); events are served by the /events stream. */
 function turnView(state: TurnState) {
@@ -90,9 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app: FastifyInstance = deps.logger
     ? Fastify({ ...options, loggerInstance: withSafeRequestLog(deps.logger) as unknown as FastifyBaseLogger })
     : Fastify({ ...options, logger: false });
-  const MessageBody = z
-    .object({ text: z.string().trim().min(1, 'must not be empty').max(deps.maxMessageChars, `must be at most ${deps.maxMessageChars} characters`) })
-    .strict();
+  const MessageBody = messageBody(deps.maxMessageChars);
 
   // One error handler: everything is logged, only 4xx messages are shown, never a stack trace.
   app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
@@ -229,7 +216,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get('/v1/turns/:turnId/events', { schema: routeSchemas.turnEvents }, async (request, reply) => {
     const { turnId } = parse(TurnParams, request.params, 'path');
-    const query = parse(z.object({ after: z.coerce.number().int().nonnegative().optional() }), request.query ?? {}, 'query');
+    const query = parse(EventsQuery, request.query ?? {}, 'query');
     const header = request.headers['last-event-id'];
     const lastIdHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
     let lastId = lastIdHeader ?? query.after ?? 0;
@@ -341,8 +328,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.status(202).send({ turnId, status: 'cancelling' });
   });
 
-  const ApprovalBody = z.object({ approve: z.boolean() }).strict();
-  const ApprovalParams = z.object({ turnId: z.string().min(1).max(200), toolCallId: z.string().min(1).max(200) });
   app.post('/v1/turns/:turnId/approvals/:toolCallId', { schema: routeSchemas.decideApproval }, async (request) => {
     const { turnId, toolCallId } = parse(ApprovalParams, request.params, 'path');
     const body = parse(ApprovalBody, request.body, 'body');

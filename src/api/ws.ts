@@ -15,9 +15,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { z } from 'zod';
 import type { UserContext } from '../core/policy';
-import { SESSION_ID_PATTERN, sessionOfTurn } from '../shared/ids';
+import { sessionOfTurn } from '../shared/ids';
+import { describeProblem, type ServerMessage, WsCancelPayload, WsMessagePayload, WsQuery } from './contract';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
 import type { LiveTextHub } from '../live/hub';
 import type { LiveChunk } from '../live/chunk';
@@ -65,29 +65,6 @@ declare module 'fastify' {
     activeConnections(sessionId?: string): ConnectionMetadata[];
   }
 }
-
-export type ServerMessage =
-  | { type: 'connection'; payload: { state: 'connected' | 'reconnected'; sessionId: string; clientId: string; message: string } }
-  | { type: 'system'; payload: { code: string; message: string; turnId?: string } }
-  | { type: 'status'; payload: Record<string, unknown> & { state: 'processing' | 'complete'; message: string; turnId?: string } }
-  | { type: 'text'; payload: { content: string; turnId: string; final: true } }
-  | { type: 'event'; payload: { turnId: string; id: number; event: TurnEvent['type']; at: string; data: Record<string, unknown> } }
-  | { type: 'text_delta'; payload: { turnId: string; step: number; attempt: number; offset: number; content: string } }
-  | { type: 'text_reset'; payload: { turnId: string; step: number; attempt: number; reason: string } }
-  | { type: 'pong'; payload: { at: string } }
-  | { type: 'error'; payload: { code: string; message: string; turnId?: string } };
-
-const IdempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
-const MessagePayload = z.object({ text: z.string(), idempotencyKey: IdempotencyKey.optional() }).strict();
-const CancelPayload = z.object({ turnId: z.string().min(1).max(200) }).strict();
-const WsQuery = z.object({
-  sessionId: z.string().regex(SESSION_ID_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$').optional(),
-  lastEventId: z
-    .string()
-    .regex(/^[^:]{1,200}:\d{1,9}$/, 'must be <turnId>:<event id>')
-    .optional(),
-  access_token: z.string().optional(),
-});
 
 /** Past this much unsent data a client is too slow to follow its session: it is disconnected. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -439,15 +416,13 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
       return fail('invalid_message', 'A frame is a JSON object { "type", "payload" }.');
     }
     const { type, payload } = frame as { type: string; payload?: unknown };
-    const detail = (error: z.ZodError) =>
-      error.issues.map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');
 
     switch (type) {
       case 'ping':
         return send(conn, { type: 'pong', payload: { at: new Date().toISOString() } });
       case 'message': {
-        const parsed = MessagePayload.safeParse(payload);
-        if (!parsed.success) return fail('invalid_message', `payload: ${detail(parsed.error)}`);
+        const parsed = WsMessagePayload.safeParse(payload);
+        if (!parsed.success) return fail('invalid_message', describeProblem('payload', parsed.error));
         const body = parsed.data.text.trim();
         if (body === '') return fail('invalid_message', 'payload.text: must not be empty');
         if (parsed.data.text.length > deps.maxMessageChars) {
@@ -475,8 +450,8 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
         return;
       }
       case 'cancel': {
-        const parsed = CancelPayload.safeParse(payload);
-        if (!parsed.success) return fail('invalid_message', `payload: ${detail(parsed.error)}`);
+        const parsed = WsCancelPayload.safeParse(payload);
+        if (!parsed.success) return fail('invalid_message', describeProblem('payload', parsed.error));
         const { turnId } = parsed.data;
         try {
           await deps.cancel(conn.user, turnId);
@@ -625,8 +600,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     preHandler: async (request) => {
       const result = WsQuery.safeParse(request.query ?? {});
       if (!result.success) {
-        const detail = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-        throw new HttpError(400, 'invalid_request', `query: ${detail}`);
+        throw new HttpError(400, 'invalid_request', describeProblem('query', result.error));
       }
     },
     handler: async (_request, reply: FastifyReply) =>
