@@ -6,7 +6,7 @@
  * time. Per-request logging is turned down to warnings: a streaming worker posts every round trip.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { LiveTextHub } from '../../live/hub';
 import { LiveBatchSchema } from '../../live/chunk';
 import { frameworkErrorCode } from '../errors';
@@ -70,3 +70,6 @@ export function registerLiveIngest(app: FastifyInstance, opts: LiveIngestOptions
     },
   });
 }
+
+/** The route as a plugin of the app (see buildApp); registerLiveIngest mounts it on any instance. */
+export const liveIngestRoutes: FastifyPluginAsync<LiveIngestOptions> = async (app, opts) => registerLiveIngest(app, opts);

@@ -13,21 +13,25 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import type { UserContext } from '../core/policy';
-import { sessionOfTurn } from '../shared/ids';
-import { describeProblem, type ServerMessage, WsCancelPayload, WsMessagePayload, WsQuery } from './contract';
-import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
-import type { LiveTextHub } from '../live/hub';
-import type { LiveChunk } from '../live/chunk';
-import { HttpError } from './errors';
-import { SYSTEM_MESSAGES, toolErrorMessage } from './system-messages';
-import type { TurnGateway } from './gateway';
-import { routeSchemas } from './openapi';
+import type { UserContext } from '../../core/policy';
+import type { LiveTextHub } from '../../live/hub';
+import { sessionOfTurn } from '../../shared/ids';
+import { TERMINAL_STATUSES, type TurnState } from '../../shared/turn';
+import { wsMessages } from '../client-events';
+import { describeProblem, type ServerMessage, WsCancelPayload, WsClientFrame, WsMessagePayload, WsQuery } from '../contract';
+import { HttpError } from '../errors';
+import type { TurnGateway } from '../gateway';
+import { routeSchemas } from '../openapi';
+import { SYSTEM_MESSAGES } from '../system-messages';
+import { followTurn, type TurnFeed } from '../turn-follower';
+import { type Accepted, ownedBy, type TurnService } from '../turn-service';
 
-export interface WsDeps {
-  gateway: TurnGateway;
+export interface WebSocketOptions {
+  service: TurnService;
+  /** Read-only: the watchers poll sessions and turns. */
+  gateway: Pick<TurnGateway, 'getTurn' | 'getSession'>;
   live?: LiveTextHub;
   /** How often a followed turn is polled for new events; sessions are polled every 4 × pollMs. */
   pollMs: number;
@@ -36,16 +40,6 @@ export interface WsDeps {
   /** A socket silent (no pong, no message) this long is terminated; default 45 s. */
   staleAfterMs?: number;
   maxMessageChars: number;
-  /** Starts a turn exactly like the HTTP route (limits, ids, errors); throws HttpError on refusal. */
-  submit: (
-    user: UserContext,
-    sessionId: string,
-    text: string,
-    idempotencyKey?: string,
-    token?: string,
-  ) => Promise<{ turnId: string; position: number; created: boolean }>;
-  /** Cancels a turn exactly like the HTTP route (ownership, finished turns); throws HttpError on refusal. */
-  cancel: (user: UserContext, turnId: string) => Promise<void>;
 }
 
 /** Seed 004 ConnectionMetadata, plus whose connection it is. */
@@ -92,7 +86,7 @@ interface LogEntry {
 interface Follower {
   turnId: string;
   log: LogEntry[];
-  stop(): void;
+  feed: TurnFeed;
 }
 
 interface Watcher {
@@ -123,57 +117,7 @@ function sleeper() {
   };
 }
 
-const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-
-/** A durable turn event as the WebSocket messages it becomes: the event itself, then the seed's view of it. */
-export function translateEvent(turnId: string, e: TurnEvent): ServerMessage[] {
-  const out: ServerMessage[] = [{ type: 'event', payload: { turnId, id: e.id, event: e.type, at: e.at, data: e.data } }];
-  const tool = text(e.data.name) ?? 'unknown';
-  switch (e.type) {
-    case 'tool_call_started':
-      out.push({ type: 'status', payload: { state: 'processing', tool, message: `Using ${tool}`, turnId } });
-      break;
-    case 'tool_call_finished': {
-      const isError = e.data.isError === true;
-      const result = text(e.data.result) ?? '';
-      out.push({
-        type: 'status',
-        payload: { state: 'complete', tool, message: isError ? `${tool} failed` : `${tool} finished`, data: { isError, result }, turnId },
-      });
-      if (isError) out.push({ type: 'system', payload: { code: 'tool_error', message: toolErrorMessage(tool, e.data.result), turnId } });
-      break;
-    }
-    case 'text':
-      out.push({ type: 'text', payload: { content: text(e.data.text) ?? '', turnId, final: true } });
-      break;
-    case 'done':
-      out.push({ type: 'status', payload: { state: 'complete', message: 'Done', turnId, status: 'completed' } });
-      break;
-    case 'cancelled':
-      out.push({ type: 'status', payload: { state: 'complete', message: 'Cancelled', turnId, status: 'cancelled' } });
-      break;
-    case 'error':
-      out.push({
-        type: 'status',
-        payload: { state: 'complete', message: text(e.data.message) ?? 'The request failed.', turnId, status: 'failed', ...(text(e.data.code) ? { code: e.data.code } : {}) },
-      });
-      break;
-    default:
-      break;
-  }
-  return out;
-}
-
-function liveMessage(c: LiveChunk): ServerMessage | undefined {
-  if (c.kind === 'delta') return { type: 'text_delta', payload: { turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, content: c.text } };
-  if (c.kind === 'reset') return { type: 'text_reset', payload: { turnId: c.turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' } };
-  return undefined;
-}
-
-const owns = (state: TurnState, user: UserContext): boolean =>
-  Boolean(state.owner && state.owner.id === user.id && state.owner.tenant === user.tenant);
-
-export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Promise<void> {
+async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<void> {
   const pingIntervalMs = deps.pingIntervalMs ?? 15_000;
   const staleAfterMs = deps.staleAfterMs ?? 45_000;
   const conns = new Set<Conn>();
@@ -210,14 +154,6 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     send(conn, entry.message);
   };
 
-  /** Snapshot of the live text, for a socket that starts following a turn while its text is written. */
-  const sendSnapshot = (conn: Conn, turnId: string): void => {
-    const snap = deps.live?.snapshot(turnId);
-    if (snap && snap.text !== '') {
-      send(conn, { type: 'text_delta', payload: { turnId, step: snap.step, attempt: snap.attempt, offset: 0, content: snap.text } });
-    }
-  };
-
   const markDone = (w: Watcher, turnId: string): void => {
     w.done.add(turnId);
     if (w.done.size > MAX_DONE_TURNS) {
@@ -226,70 +162,37 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     }
   };
 
-  /** Follows one turn of a session until it ends, fanning its events out to the session's sockets. */
+  /** Follows one turn of a session until it ends, fanning its events and live text out to the session's sockets. */
   const follow = (w: Watcher, turnId: string): void => {
     if (w.stopped || w.followers.has(turnId) || w.done.has(turnId)) return;
-    const nap = sleeper();
-    let stopped = false;
-    let unsubscribe: (() => void) | undefined;
-    const follower: Follower = {
-      turnId,
-      log: [],
-      stop() {
-        stopped = true;
-        unsubscribe?.();
-        nap.wake();
-      },
-    };
-    w.followers.set(turnId, follower);
-    if (deps.live) {
-      // Snapshot and subscription in one synchronous block: no chunk slips in between (see hub.ts).
-      for (const c of w.conns) sendSnapshot(c, turnId);
-      unsubscribe = deps.live.subscribe(turnId, (chunk) => {
-        const message = liveMessage(chunk);
-        if (message && !stopped) for (const c of w.conns) send(c, message);
-      });
-    }
-    /** Whether the turn is settled for this watcher: ended, or not the caller's. */
-    const run = async (): Promise<boolean> => {
-      let lastId = 0;
-      let missing = 0;
-      // Every pollMs while events come; a turn with nothing new (queued, a long tool call) is read
-      // less often, down to every 4 × pollMs, until it moves again.
-      let delay = deps.pollMs;
-      while (!stopped) {
-        let state: TurnState | null;
-        try {
-          // Followed turns are mostly running: the gateway can skip its describe round trip.
-          state = await deps.gateway.getTurn(turnId, lastId, { likelyRunning: true });
-        } catch (err) {
-          // A Temporal blip must not end the stream: keep the place and try again.
-          app.log.warn({ err, turnId }, 'websocket: polling turn failed; retrying');
-          await nap.sleep(Math.max(deps.pollMs, 500));
-          continue;
-        }
-        if (stopped) break;
-        if (!state) {
-          // Not there (yet): given up after a while, but not settled, so a later poll may find it.
-          if (++missing > MAX_MISSING_POLLS) return false;
-          await nap.sleep(deps.pollMs);
-          continue;
-        }
+    const feed = followTurn(
+      { gateway: deps.gateway, ...(deps.live ? { live: deps.live } : {}) },
+      {
+        turnId,
+        pollMs: deps.pollMs,
+        // A turn with nothing new (queued, a long tool call) is read less often until it moves again.
+        maxIdlePollMs: deps.pollMs * 4,
+        missingPolls: MAX_MISSING_POLLS,
         // Sessions are per user, so this holds; checked anyway: nobody else's events ever leave.
-        if (!owns(state, w.user)) return true;
-        const before = lastId;
-        for (const e of state.events) {
-          if (e.id <= lastId) continue;
-          lastId = e.id;
-          for (const message of translateEvent(turnId, e)) {
-            const entry = { eventId: e.id, message };
-            follower.log.push(entry);
-            for (const c of w.conns) sendEntry(c, turnId, entry);
+        accept: (state) => ownedBy(state, w.user),
+        onPollError: (err) => app.log.warn({ err, turnId }, 'websocket: polling turn failed; retrying'),
+      },
+    );
+    const follower: Follower = { turnId, log: [], feed };
+    w.followers.set(turnId, follower);
+    const run = async (): Promise<boolean> => {
+      for await (const item of feed) {
+        // Ended, or not the caller's: settled. Not found (yet) or stopped: a later poll may find it.
+        if (item.type === 'end') return item.outcome === 'finished' || item.outcome === 'foreign';
+        for (const message of wsMessages(turnId, item)) {
+          if (item.type === 'live') {
+            for (const c of w.conns) send(c, message);
+            continue;
           }
+          const entry = { eventId: item.event.id, message };
+          follower.log.push(entry);
+          for (const c of w.conns) sendEntry(c, turnId, entry);
         }
-        if (TERMINAL_STATUSES.includes(state.status)) return true;
-        delay = lastId > before ? deps.pollMs : Math.min(delay * 2, deps.pollMs * 4);
-        await nap.sleep(delay);
       }
       return false;
     };
@@ -300,7 +203,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
           return false;
         })
         .then((settled) => {
-          follower.stop();
+          feed.stop();
           if (w.followers.get(turnId) === follower) w.followers.delete(turnId);
           if (settled) markDone(w, turnId);
         }),
@@ -329,7 +232,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
   const stopWatcher = (w: Watcher): void => {
     w.stopped = true;
     w.wake?.();
-    for (const f of w.followers.values()) f.stop();
+    for (const f of w.followers.values()) f.feed.stop();
     if (watchers.get(w.key) === w) watchers.delete(w.key);
   };
 
@@ -346,7 +249,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
       follow(w, turnId);
       return;
     }
-    if (!state || !owns(state, w.user) || w.stopped || conn.closed) return;
+    if (!state || !ownedBy(state, w.user) || w.stopped || conn.closed) return;
     if (w.followers.has(turnId) || (w.done.has(turnId) && !again)) return;
     if (!TERMINAL_STATUSES.includes(state.status)) {
       follow(w, turnId);
@@ -355,7 +258,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     // Ended while the client was away: the rest of it to this client only.
     for (const e of state.events) {
       if (e.id <= from) continue;
-      for (const message of translateEvent(turnId, e)) sendEntry(conn, turnId, { eventId: e.id, message });
+      for (const message of wsMessages(turnId, { type: 'event', event: e })) sendEntry(conn, turnId, { eventId: e.id, message });
     }
     markDone(w, turnId);
   };
@@ -374,7 +277,8 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     // Turns already followed: from their first event (or where the client left off), then the live text.
     for (const f of w.followers.values()) {
       for (const entry of f.log) sendEntry(conn, f.turnId, entry);
-      sendSnapshot(conn, f.turnId);
+      const live = f.feed.liveSnapshot();
+      if (live) for (const message of wsMessages(f.turnId, { type: 'live', chunk: live })) send(conn, message);
     }
     if (resumeFrom && !w.followers.has(resumeFrom.turnId)) {
       const target = w;
@@ -412,10 +316,9 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     } catch {
       return fail('invalid_json', 'The frame is not valid JSON.');
     }
-    if (!frame || typeof frame !== 'object' || Array.isArray(frame) || typeof (frame as { type?: unknown }).type !== 'string') {
-      return fail('invalid_message', 'A frame is a JSON object { "type", "payload" }.');
-    }
-    const { type, payload } = frame as { type: string; payload?: unknown };
+    const envelope = WsClientFrame.safeParse(frame);
+    if (!envelope.success) return fail('invalid_message', 'A frame is a JSON object { "type", "payload" }.');
+    const { type, payload } = envelope.data;
 
     switch (type) {
       case 'ping':
@@ -428,9 +331,16 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
         if (parsed.data.text.length > deps.maxMessageChars) {
           return fail('payload_too_large', `The message is too long: at most ${deps.maxMessageChars} characters.`);
         }
-        let accepted: { turnId: string; position: number; created: boolean };
+        let accepted: Accepted;
         try {
-          accepted = await deps.submit(conn.user, conn.meta.sessionId, body, parsed.data.idempotencyKey, conn.token);
+          // The rules of POST /v1/sessions/:id/messages: limits first, then the turn.
+          await deps.service.admit(conn.user);
+          accepted = await deps.service.submit(conn.user, {
+            sessionId: conn.meta.sessionId,
+            text: body,
+            ...(parsed.data.idempotencyKey ? { idempotencyKey: parsed.data.idempotencyKey } : {}),
+            ...(conn.token ? { token: conn.token } : {}),
+          });
         } catch (err) {
           const e = errorOf(err);
           return fail(e.code, e.message);
@@ -454,7 +364,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
         if (!parsed.success) return fail('invalid_message', describeProblem('payload', parsed.error));
         const { turnId } = parsed.data;
         try {
-          await deps.cancel(conn.user, turnId);
+          await deps.service.cancel(conn.user, turnId);
         } catch (err) {
           const e = err instanceof HttpError ? errorOf(err) : { code: 'unavailable', message: 'The workflow service is unavailable; try again shortly.' };
           if (!(err instanceof HttpError)) app.log.warn({ err, turnId }, 'websocket: cancel failed');
@@ -468,7 +378,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
   };
 
   const onConnection = async (socket: WebSocket, request: FastifyRequest): Promise<void> => {
-    const user = (request as { user?: UserContext }).user;
+    const user = request.user;
     if (!user || closing) {
       socket.close(closing ? 1001 : 1008, closing ? 'server shutting down' : 'authentication required');
       return;
@@ -515,7 +425,7 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
 
     let existing = false;
     try {
-      existing = (await deps.gateway.getSession(user, sessionId)) !== null;
+      existing = await deps.service.hasSession(user, sessionId);
     } catch (err) {
       request.log.warn({ err, sessionId }, 'websocket: reading the session failed');
       send(conn, { type: 'error', payload: { code: 'unavailable', message: 'The workflow service is unavailable; the session will be followed once it is back.' } });
@@ -608,3 +518,13 @@ export async function registerWebSocket(app: FastifyInstance, deps: WsDeps): Pro
     wsHandler: onConnection,
   });
 }
+
+/**
+ * The plugin, registered without encapsulation (what fastify-plugin does, by the same symbols):
+ * `activeConnections` is a decorator of the app itself, and the upgrade clean-up hook covers every
+ * route an upgrade may be refused on.
+ */
+export const webSocketRoutes: FastifyPluginAsync<WebSocketOptions> = Object.assign(webSocket, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'websocket',
+});
