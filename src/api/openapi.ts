@@ -90,8 +90,8 @@ Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or dup
 | \`tool_call_started\` | \`{ toolCallId, name, server, tool, arguments }\` |
 | \`tool_call_finished\` | \`{ toolCallId, name, isError, result }\` |
 | \`text\` | \`{ text }\`: the final answer |
-| \`text_delta\` | \`{ text }\`: a piece of the answer while the model streams it |
-| \`text_reset\` | \`{}\`: discard the \`text_delta\` pieces received so far (e.g. the model call is retried) |
+| \`text_delta\` | \`{ step, attempt, offset, text }\`, no \`id\`: a piece of the answer while the model streams it; append \`text\` at \`offset\`. Text of step n comes after every event up to that step's \`calling_llm\` status |
+| \`text_reset\` | \`{ step, attempt, reason }\`, no \`id\`: discard the partial text of that step (the model call is retried) |
 | \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\` |
 | \`approval_required\` | \`{ toolCallId, name, server, tool, arguments, step }\`: decide with \`POST /v1/turns/{turnId}/approvals/{toolCallId}\` |
 | \`approval_decided\` | \`{ toolCallId, decision: approved, rejected or timed_out, by? }\` |
