@@ -162,6 +162,8 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
           return;
         }
         const before = lastId;
+        // Text of steps already announced that arrived while we polled came before these events.
+        yield* release();
         for (const event of state.events) {
           if (event.id <= lastId) continue;
           lastId = event.id;
@@ -171,13 +173,14 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
             yield* release();
           }
         }
-        // `steps` counts the calling_llm events so far, including those before `after`.
-        durableStep = Math.max(durableStep, state.steps ?? 0);
-        yield* release();
+        // The turn's last event ends the stream: text still held is dropped (the `text` event has it all).
         if (TERMINAL_STATUSES.includes(state.status)) {
           yield { type: 'end', outcome: 'finished' };
           return;
         }
+        // `steps` counts the calling_llm events so far, including those before `after`.
+        durableStep = Math.max(durableStep, state.steps ?? 0);
+        yield* release();
         delay = lastId > before ? pollMs : Math.min(delay * 2, maxIdlePollMs);
         state = undefined;
         yield* pause(delay, true);

@@ -7,9 +7,14 @@ import type { TurnEvent, TurnState } from '../../src/shared/turn';
 function fakeTurn(turnId = 'turn-s-1') {
   const state: TurnState = { turnId, sessionId: 's', owner: { id: 'alice', tenant: 'demo' }, status: 'running', toolCalls: [], events: [], steps: 0 };
   let polls = 0;
+  /** Runs while a poll is in flight: what happens in the workflow and the hub meanwhile. */
+  let duringPoll: (() => void) | undefined;
   const gateway: Pick<TurnGateway, 'getTurn'> = {
     async getTurn(id, after) {
       polls++;
+      await new Promise((r) => setTimeout(r, 1));
+      duringPoll?.();
+      duringPoll = undefined;
       if (id !== turnId) return null;
       return { ...state, events: state.events.filter((e) => e.id > (after ?? 0)) };
     },
@@ -18,7 +23,7 @@ function fakeTurn(turnId = 'turn-s-1') {
     if (type === 'status' && data.phase === 'calling_llm') state.steps = data.step as number;
     state.events.push({ id: state.events.length + 1, type, at: new Date().toISOString(), data });
   };
-  return { state, gateway, emit, polls: () => polls };
+  return { state, gateway, emit, polls: () => polls, duringPoll: (fn: () => void) => void (duringPoll = fn) };
 }
 
 const llm = (step: number) => ({ status: 'running', phase: 'calling_llm', step });
@@ -128,6 +133,23 @@ test('text of a step already announced goes out at once, between polls', async (
   hub.ingest([delta(t.state.turnId, 1, 0, 'now')]);
   await c.until((i) => i.includes('d1:now'), 1_000);
   expect(t.polls()).toBe(pollsBefore);
+});
+
+test("the turn's last event is the last item: text that arrived during the final poll comes before it", async () => {
+  const t = fakeTurn();
+  t.emit('status', llm(1));
+  const feed = follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, pollMs: 20 });
+  const c = collect(feed);
+  await c.until((i) => i.length === 1);
+  // The step's text reaches the hub while the poll is on its way; the poll answers with the end of the turn.
+  t.duringPoll(() => {
+    hub.ingest([delta(t.state.turnId, 1, 0, 'bye')]);
+    t.emit('text', { text: 'bye' });
+    t.emit('done', { status: 'completed' });
+    t.state.status = 'completed';
+  });
+  await c.done;
+  expect(c.items).toEqual(['e1:status:llm1', 'd1:bye', 'e2:text', 'e3:done', 'end:finished']);
 });
 
 test('a stream opened mid-step (first read, resumed after an id) gets the durable events, then the text so far', async () => {
