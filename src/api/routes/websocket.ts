@@ -3,30 +3,22 @@
  *
  * A connection belongs to one session of its (authenticated) user. Messages it sends become turns
  * through the same path as `POST /v1/sessions/:sessionId/messages` (rate limits, turn ids, 409/503);
- * every turn of the session, whoever started it (this socket, another one, plain HTTP), is followed by
- * polling its durable events, like the SSE route, and fanned out to all sockets of that session:
- * lossless `event` frames plus the seed's `status` / `text` / `system` messages, and the live LLM text
- * (`text_delta` / `text_reset`) from the LiveTextHub while it is written.
- *
- * One watcher per (user, tenant, session) in this process polls Temporal, however many sockets follow
- * it; it stops with the last of them. Sockets are pinged; a silent one is terminated.
+ * every turn of the session, whoever started it, reaches all sockets of that session through the
+ * session watchers (../session-watchers.ts). Sockets are pinged; a silent one is terminated.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import type { UserContext } from '../../core/policy';
 import type { LiveTextHub } from '../../live/hub';
 import { sessionOfTurn } from '../../shared/ids';
-import { TERMINAL_STATUSES, type TurnState } from '../../shared/turn';
-import { wsMessages } from '../client-events';
 import { describeProblem, type ServerMessage, WsCancelPayload, WsClientFrame, WsMessagePayload, WsQuery } from '../contract';
 import { HttpError } from '../errors';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
 import { SYSTEM_MESSAGES } from '../system-messages';
-import { followTurn, type TurnFeed } from '../turn-follower';
-import { type Accepted, ownedBy, type TurnService } from '../turn-service';
+import { createSessionWatchers, type SessionListener } from '../session-watchers';
+import type { Accepted, TurnService } from '../turn-service';
 
 export interface WebSocketOptions {
   service: TurnService;
@@ -62,66 +54,18 @@ declare module 'fastify' {
 
 /** Past this much unsent data a client is too slow to follow its session: it is disconnected. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-/** Finished turns remembered per watcher, so a late answer from a poll does not replay them. */
-const MAX_DONE_TURNS = 1_000;
-/** Polls of a turn that does not exist (yet) before it is given up. */
-const MAX_MISSING_POLLS = 40;
 
-interface Conn {
+interface Conn extends SessionListener {
   meta: ConnectionMetadata;
   socket: WebSocket;
-  user: UserContext;
   token?: string;
-  /** Per turn: events up to this id were already seen by the client (?lastEventId). */
-  skip: Map<string, number>;
-  watcher?: Watcher;
   closed: boolean;
-}
-
-interface LogEntry {
-  eventId: number;
-  message: ServerMessage;
-}
-
-interface Follower {
-  turnId: string;
-  log: LogEntry[];
-  feed: TurnFeed;
-}
-
-interface Watcher {
-  key: string;
-  user: UserContext;
-  sessionId: string;
-  conns: Set<Conn>;
-  followers: Map<string, Follower>;
-  done: Set<string>;
-  stopped: boolean;
-  wake?: () => void;
-}
-
-function sleeper() {
-  let timer: NodeJS.Timeout | undefined;
-  let resolve: (() => void) | undefined;
-  return {
-    sleep(ms: number): Promise<void> {
-      return new Promise<void>((r) => {
-        resolve = r;
-        timer = setTimeout(r, ms);
-      });
-    },
-    wake(): void {
-      if (timer) clearTimeout(timer);
-      resolve?.();
-    },
-  };
 }
 
 async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<void> {
   const pingIntervalMs = deps.pingIntervalMs ?? 15_000;
   const staleAfterMs = deps.staleAfterMs ?? 45_000;
   const conns = new Set<Conn>();
-  const watchers = new Map<string, Watcher>();
   let closing = false;
   /** Polls and reads in flight: closing waits for them, so none outlives the gateway's connection. */
   const inFlight = new Set<Promise<unknown>>();
@@ -140,6 +84,14 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     },
   });
 
+  const watchers = createSessionWatchers({
+    gateway: deps.gateway,
+    ...(deps.live ? { live: deps.live } : {}),
+    pollMs: deps.pollMs,
+    log: app.log,
+    track,
+  });
+
   const send = (conn: Conn, message: ServerMessage): void => {
     if (conn.closed || conn.socket.readyState !== conn.socket.OPEN) return;
     if (conn.socket.bufferedAmount > MAX_BUFFERED_BYTES) {
@@ -149,153 +101,11 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     conn.socket.send(JSON.stringify(message));
   };
 
-  const sendEntry = (conn: Conn, turnId: string, entry: LogEntry): void => {
-    if (entry.eventId <= (conn.skip.get(turnId) ?? 0)) return;
-    send(conn, entry.message);
-  };
-
-  const markDone = (w: Watcher, turnId: string): void => {
-    w.done.add(turnId);
-    if (w.done.size > MAX_DONE_TURNS) {
-      const oldest = w.done.values().next().value;
-      if (oldest !== undefined) w.done.delete(oldest);
-    }
-  };
-
-  /** Follows one turn of a session until it ends, fanning its events and live text out to the session's sockets. */
-  const follow = (w: Watcher, turnId: string): void => {
-    if (w.stopped || w.followers.has(turnId) || w.done.has(turnId)) return;
-    const feed = followTurn(
-      { gateway: deps.gateway, ...(deps.live ? { live: deps.live } : {}) },
-      {
-        turnId,
-        pollMs: deps.pollMs,
-        // A turn with nothing new (queued, a long tool call) is read less often until it moves again.
-        maxIdlePollMs: deps.pollMs * 4,
-        missingPolls: MAX_MISSING_POLLS,
-        // Sessions are per user, so this holds; checked anyway: nobody else's events ever leave.
-        accept: (state) => ownedBy(state, w.user),
-        onPollError: (err) => app.log.warn({ err, turnId }, 'websocket: polling turn failed; retrying'),
-      },
-    );
-    const follower: Follower = { turnId, log: [], feed };
-    w.followers.set(turnId, follower);
-    const run = async (): Promise<boolean> => {
-      for await (const item of feed) {
-        // Ended, or not the caller's: settled. Not found (yet) or stopped: a later poll may find it.
-        if (item.type === 'end') return item.outcome === 'finished' || item.outcome === 'foreign';
-        for (const message of wsMessages(turnId, item)) {
-          if (item.type === 'live') {
-            for (const c of w.conns) send(c, message);
-            continue;
-          }
-          const entry = { eventId: item.event.id, message };
-          follower.log.push(entry);
-          for (const c of w.conns) sendEntry(c, turnId, entry);
-        }
-      }
-      return false;
-    };
-    track(
-      run()
-        .catch((err: unknown) => {
-          app.log.error({ err, turnId }, 'websocket: following turn failed');
-          return false;
-        })
-        .then((settled) => {
-          feed.stop();
-          if (w.followers.get(turnId) === follower) w.followers.delete(turnId);
-          if (settled) markDone(w, turnId);
-        }),
-    );
-  };
-
-  /** Finds the session's running and queued turns (every 4 × pollMs while anyone listens). */
-  const startDiscovery = (w: Watcher): void => {
-    const nap = sleeper();
-    w.wake = () => nap.wake();
-    const loop = async () => {
-      while (!w.stopped) {
-        try {
-          const view = await deps.gateway.getSession(w.user, w.sessionId);
-          if (view && !w.stopped) for (const id of [view.activeTurnId, ...view.queuedTurnIds]) if (id) follow(w, id);
-        } catch (err) {
-          app.log.warn({ err, sessionId: w.sessionId }, 'websocket: polling session failed; retrying');
-        }
-        if (w.stopped) break;
-        await nap.sleep(deps.pollMs * 4);
-      }
-    };
-    track(loop());
-  };
-
-  const stopWatcher = (w: Watcher): void => {
-    w.stopped = true;
-    w.wake?.();
-    for (const f of w.followers.values()) f.feed.stop();
-    if (watchers.get(w.key) === w) watchers.delete(w.key);
-  };
-
-  /**
-   * A turn the client asked for (?lastEventId, or a repeated idempotency key: `again`) that the watcher
-   * does not follow: read once; followed if still running, else the rest of it to this client only.
-   */
-  const resume = async (w: Watcher, conn: Conn, turnId: string, from: number, again = false): Promise<void> => {
-    let state: TurnState | null;
-    try {
-      state = await deps.gateway.getTurn(turnId, from);
-    } catch (err) {
-      app.log.warn({ err, turnId }, 'websocket: reading turn to resume failed');
-      follow(w, turnId);
-      return;
-    }
-    if (!state || !ownedBy(state, w.user) || w.stopped || conn.closed) return;
-    if (w.followers.has(turnId) || (w.done.has(turnId) && !again)) return;
-    if (!TERMINAL_STATUSES.includes(state.status)) {
-      follow(w, turnId);
-      return;
-    }
-    // Ended while the client was away: the rest of it to this client only.
-    for (const e of state.events) {
-      if (e.id <= from) continue;
-      for (const message of wsMessages(turnId, { type: 'event', event: e })) sendEntry(conn, turnId, { eventId: e.id, message });
-    }
-    markDone(w, turnId);
-  };
-
-  const join = (conn: Conn, resumeFrom?: { turnId: string; from: number }): Watcher => {
-    const key = `${conn.user.tenant}\n${conn.user.id}\n${conn.meta.sessionId}`;
-    let w = watchers.get(key);
-    const fresh = !w;
-    if (!w) {
-      w = { key, user: conn.user, sessionId: conn.meta.sessionId, conns: new Set(), followers: new Map(), done: new Set(), stopped: false };
-      watchers.set(key, w);
-    }
-    if (resumeFrom) conn.skip.set(resumeFrom.turnId, resumeFrom.from);
-    w.conns.add(conn);
-    conn.watcher = w;
-    // Turns already followed: from their first event (or where the client left off), then the live text.
-    for (const f of w.followers.values()) {
-      for (const entry of f.log) sendEntry(conn, f.turnId, entry);
-      const live = f.feed.liveSnapshot();
-      if (live) for (const message of wsMessages(f.turnId, { type: 'live', chunk: live })) send(conn, message);
-    }
-    if (resumeFrom && !w.followers.has(resumeFrom.turnId)) {
-      const target = w;
-      track(resume(target, conn, resumeFrom.turnId, resumeFrom.from));
-    }
-    if (fresh) startDiscovery(w);
-    return w;
-  };
-
   const leave = (conn: Conn): void => {
     if (conn.closed) return;
     conn.closed = true;
     conns.delete(conn);
-    const w = conn.watcher;
-    if (!w) return;
-    w.conns.delete(conn);
-    if (w.conns.size === 0) stopWatcher(w);
+    watchers.leave(conn);
   };
 
   const errorOf = (err: unknown): { code: string; message: string } => {
@@ -349,14 +159,7 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
           type: 'status',
           payload: { state: 'processing', message: 'Working on it', turnId: accepted.turnId, position: accepted.position, created: accepted.created },
         });
-        const w = conn.watcher;
-        if (!w || w.stopped) return;
-        if (w.done.has(accepted.turnId) && !accepted.created) {
-          // The same idempotency key again for a finished turn: this client gets its events once more.
-          await resume(w, conn, accepted.turnId, conn.skip.get(accepted.turnId) ?? 0, true);
-          return;
-        }
-        follow(w, accepted.turnId);
+        await watchers.submitted(conn, accepted);
         return;
       }
       case 'cancel': {
@@ -390,6 +193,8 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     const now = Date.now();
     const userAgent = request.headers['user-agent'];
     const conn: Conn = {
+      sessionId,
+      send: (message) => send(conn, message),
       meta: {
         sessionId,
         clientId: randomUUID(),
@@ -452,7 +257,7 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
       // Only a turn of this session; whose it is, is checked when it is read.
       if (sessionOfTurn(turnId) === sessionId) resumeFrom = { turnId, from: Number(query.lastEventId.slice(at + 1)) };
     }
-    join(conn, resumeFrom);
+    watchers.join(conn, resumeFrom);
     ready();
   };
 
@@ -490,7 +295,7 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     closing = true;
     clearInterval(pinger);
     clearInterval(cleanup);
-    for (const w of [...watchers.values()]) stopWatcher(w);
+    watchers.stopAll();
     for (const c of [...conns]) {
       c.socket.terminate();
       leave(c);
