@@ -59,6 +59,8 @@ export function registerLiveIngest(app: FastifyInstance, opts: LiveIngestOptions
     handler: async (request, reply) => {
       const parsed = LiveBatchSchema.safeParse(request.body);
       if (!parsed.success) {
+        // Not describeIssues (src/shared/issues.ts) yet: it writes `chunks[0].step`, and
+        // tests/api/live-ingest.test.ts asserts this route's `chunks.0.step`. Switch once that is settled.
         const detail = parsed.error.issues
           .slice(0, 3)
           .map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
