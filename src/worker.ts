@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities';
-import { createLivePublisher, createNoopPublisher } from './streaming/publisher';
+import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';

@@ -12,7 +12,7 @@ import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from 
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
 import type { Logger } from '../logger';
-import type { LivePublisher } from '../streaming/publisher';
+import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
 
 export interface ArgumentCheck {

@@ -4,7 +4,7 @@ import { createLogger } from '../logger';
 import { buildApp } from './app';
 import { createAuthenticator, loadAuthConfig } from './auth';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
-import { createLiveTextHub } from '../streaming/hub';
+import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
 
 /** The one file that calls listen(). */

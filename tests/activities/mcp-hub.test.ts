@@ -12,7 +12,7 @@ import { parseMcpConfig, type McpConfig } from '../../src/mcp/config';
 import { McpPermanentError, McpServerHub, McpTransientError, type HubLogger } from '../../src/mcp/hub';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
 import { compileExamples, waitForExit } from '../helpers/compile-examples';
-import { CatalogSchema } from '../../src/api/openapi';
+import { CatalogSchema } from '../../src/api/contract';
 import type { ToolOutcome } from '../../src/shared/tool-types';
 
 jest.setTimeout(60_000);

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
-import { registerLiveIngest } from '../../src/streaming/ingest-route';
-import type { LiveChunk } from '../../src/streaming/live';
-import { createLivePublisher, createNoopPublisher, type LivePublisher } from '../../src/streaming/publisher';
+import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
+import { registerLiveIngest } from '../../src/api/routes/live-ingest';
+import type { LiveChunk } from '../../src/live/chunk';
+import { createLivePublisher, createNoopPublisher, type LivePublisher } from '../../src/live/publisher';
 
 const SECRET = 'live-secret-0123456789abcdef';
 const T = 'session-1:turn-1';

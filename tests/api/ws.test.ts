@@ -5,7 +5,7 @@ import { buildApp, type AppDeps } from '../../src/api/app';
 import { fakeAuth } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import { SYSTEM_MESSAGES } from '../../src/api/system-messages';
-import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
+import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
 import { connectWs, turnEnded, type WsClient } from '../helpers/ws';

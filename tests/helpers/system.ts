@@ -13,7 +13,7 @@ import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, ty
 import { HostConfigSchema, sessionSettingsFrom, turnOptionsFrom } from '../../src/config';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
-import { createLiveTextHub, type LiveTextHub } from '../../src/streaming/hub';
+import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Policy } from '../../src/shared/policy';
 import { loadPolicyFile } from '../../src/config/policy';
 

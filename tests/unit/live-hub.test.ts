@@ -1,5 +1,5 @@
-import { createLiveTextHub, type LiveTextHub, type LiveTextHubOptions } from '../../src/streaming/hub';
-import { LiveBatchSchema, LiveChunkSchema, type LiveChunk } from '../../src/streaming/live';
+import { createLiveTextHub, type LiveTextHub, type LiveTextHubOptions } from '../../src/live/hub';
+import { LiveBatchSchema, LiveChunkSchema, type LiveChunk } from '../../src/live/chunk';
 
 const T = 'turn-1';
 

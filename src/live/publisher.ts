@@ -1,6 +1,6 @@
 /**
  * The worker's end of the live-text side channel: the callLlm activity hands every text delta to a
- * publisher, which POSTs them in batches to the API process (see ./live.ts, ./ingest-route.ts).
+ * publisher, which POSTs them in batches to the API process (see ./chunk.ts, and src/api/routes/live-ingest.ts for the receiving end).
  *
  * At most one request is in flight. The first chunk leaves at once (next microtask, so a synchronous
  * burst still shares a request); whatever arrives meanwhile waits for that request to finish and goes
@@ -18,7 +18,7 @@ import {
   MAX_TURN_ID_CHARS,
   type LiveChunk,
   type LiveLogger,
-} from './live';
+} from './chunk';
 
 export interface LivePublisherStats {
   /** Chunks waiting to be sent. */

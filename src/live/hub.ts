@@ -11,7 +11,7 @@
  * To follow a turn without missing or doubling text, call snapshot() and subscribe() in the same
  * synchronous block: chunks are ingested synchronously, so none can slip in between.
  */
-import type { LiveChunk } from './live';
+import type { LiveChunk } from './chunk';
 
 export interface LiveSnapshot {
   step: number;

@@ -1,0 +1,81 @@
+/**
+ * What a followed turn's items (durable events and live text, see turn-follower.ts) look like to
+ * clients: SSE frames for GET /v1/turns/:id/events and the WebSocket's messages (the event itself,
+ * then seed 004's view of it). One translation, two wire formats.
+ */
+import type { LiveChunk } from '../live/chunk';
+import type { TurnEvent } from '../shared/turn';
+import type { ServerMessage } from './contract';
+import { toolErrorMessage } from './system-messages';
+import type { FeedItem } from './turn-follower';
+
+type Delivered = Exclude<FeedItem, { type: 'end' }>;
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const toolName = (e: TurnEvent): string => text(e.data.name) ?? 'unknown';
+const failedTool = (e: TurnEvent): boolean => e.type === 'tool_call_finished' && e.data.isError === true;
+
+/** Live chunks carry no event id: Last-Event-ID keeps naming the last durable event. */
+function livePayload(c: LiveChunk) {
+  return c.kind === 'reset'
+    ? { kind: 'reset' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' }
+    : { kind: 'delta' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text };
+}
+
+/** One SSE frame: durable events with `id`, live text (`text_delta` / `text_reset`) without. */
+export function sseFrame(turnId: string, item: Delivered): string {
+  if (item.type === 'live') {
+    const { kind, ...data } = livePayload(item.chunk);
+    return `event: text_${kind}\ndata: ${JSON.stringify(data)}\n\n`;
+  }
+  const e = item.event;
+  const data: Record<string, unknown> = { ...e.data, turnId, at: e.at };
+  if (failedTool(e)) data['message'] = toolErrorMessage(String(e.data['name'] ?? 'a'), e.data['result']);
+  return `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The WebSocket messages of one item: every durable event as `event`, plus the seed's status/text/system. */
+export function wsMessages(turnId: string, item: Delivered): ServerMessage[] {
+  if (item.type === 'live') {
+    const p = livePayload(item.chunk);
+    return p.kind === 'reset'
+      ? [{ type: 'text_reset', payload: { turnId: p.turnId, step: p.step, attempt: p.attempt, reason: p.reason } }]
+      : [{ type: 'text_delta', payload: { turnId: p.turnId, step: p.step, attempt: p.attempt, offset: p.offset, content: p.text } }];
+  }
+  const e = item.event;
+  const out: ServerMessage[] = [{ type: 'event', payload: { turnId, id: e.id, event: e.type, at: e.at, data: e.data } }];
+  const tool = toolName(e);
+  switch (e.type) {
+    case 'tool_call_started':
+      out.push({ type: 'status', payload: { state: 'processing', tool, message: `Using ${tool}`, turnId } });
+      break;
+    case 'tool_call_finished': {
+      const isError = failedTool(e);
+      const result = text(e.data.result) ?? '';
+      out.push({
+        type: 'status',
+        payload: { state: 'complete', tool, message: isError ? `${tool} failed` : `${tool} finished`, data: { isError, result }, turnId },
+      });
+      if (isError) out.push({ type: 'system', payload: { code: 'tool_error', message: toolErrorMessage(tool, e.data.result), turnId } });
+      break;
+    }
+    case 'text':
+      out.push({ type: 'text', payload: { content: text(e.data.text) ?? '', turnId, final: true } });
+      break;
+    case 'done':
+      out.push({ type: 'status', payload: { state: 'complete', message: 'Done', turnId, status: 'completed' } });
+      break;
+    case 'cancelled':
+      out.push({ type: 'status', payload: { state: 'complete', message: 'Cancelled', turnId, status: 'cancelled' } });
+      break;
+    case 'error':
+      out.push({
+        type: 'status',
+        payload: { state: 'complete', message: text(e.data.message) ?? 'The request failed.', turnId, status: 'failed', ...(text(e.data.code) ? { code: e.data.code } : {}) },
+      });
+      break;
+    default:
+      break;
+  }
+  return out;
+}

@@ -1,0 +1,255 @@
+/**
+ * The HTTP and WebSocket contract of the API (ARCHITECTURE.md §9), as zod schemas: the handlers parse
+ * requests with them and openapi.ts generates the document from them, so the two cannot drift apart.
+ *
+ * Schemas only: no Fastify, no I/O. Response schemas describe what the handlers send; they are not
+ * used to filter responses (see openapi.ts).
+ */
+import { z } from 'zod';
+import { describeIssues } from '../shared/issues';
+import { SESSION_ID_PATTERN } from '../shared/ids';
+import { CIRCUIT_STATES, SERVER_STATES, SERVER_TRANSPORTS } from '../shared/tool-types';
+import { TOOL_CALL_STATES, TURN_STATUSES, type TurnEventType } from '../shared/turn';
+import { HttpError } from './errors';
+
+/** `path: sessionId: must match ...`: where the problem is, then each issue (see src/shared/issues.ts). */
+export function describeProblem(where: string, error: z.ZodError): string {
+  return `${where}: ${describeIssues(error.issues, '').join('; ')}`;
+}
+
+/** Parses a request part; a mismatch is the caller's mistake: 400 `invalid_request`. */
+export function parseRequest<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new HttpError(400, 'invalid_request', describeProblem(where, result.error));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Identifiers and request parts.
+// ---------------------------------------------------------------------------------------------
+
+export const SessionId = z
+  .string()
+  .regex(SESSION_ID_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$')
+  .describe('Conversation id, chosen by the client; per user (two users may both use `demo`).');
+export const TurnId = z.string().min(1).max(200).describe('Turn id, as returned by `POST /v1/sessions/:sessionId/messages`.');
+export const ToolCallId = z
+  .string()
+  .min(1)
+  .max(200)
+  .describe('The tool call waiting for a decision (`toolCallId` of the `approval_required` event).');
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+  .describe('Printable ASCII without spaces. A repeated key (same user and session) returns the same turn with `200` instead of starting a second one.');
+
+export const SessionParams = z.object({ sessionId: SessionId });
+export const TurnParams = z.object({ turnId: TurnId });
+export const ApprovalParams = z.object({ turnId: TurnId, toolCallId: ToolCallId });
+export const MessageHeaders = z.object({ 'Idempotency-Key': IdempotencyKey.optional() });
+
+/** The message body; the longest text is a setting (`MAX_MESSAGE_CHARS`), so the schema is made per app. */
+export function messageBody(maxChars?: number) {
+  const text = z.string().trim().min(1, 'must not be empty');
+  return z
+    .object({
+      text: (maxChars === undefined ? text : text.max(maxChars, `must be at most ${maxChars} characters`)).describe(
+        'The user message: 1 to `MAX_MESSAGE_CHARS` (default 16000) characters, not blank. Longer: `413 payload_too_large`.',
+      ),
+    })
+    .strict();
+}
+export const ApprovalBody = z.object({ approve: z.boolean().describe('`true` runs the tool call, `false` denies it.') }).strict();
+export const EventsQuery = z.object({
+  after: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('Resume after this event id (alternative to `Last-Event-ID`, which wins when both are sent).'),
+});
+export const EventsHeaders = z.object({
+  'Last-Event-ID': z.string().regex(/^\d+$/).optional().describe('The id of the last event received: the stream resumes after it, without loss or duplicates.'),
+});
+export const WsQuery = z.object({
+  sessionId: SessionId.optional(),
+  lastEventId: z
+    .string()
+    .regex(/^[^:]{1,200}:\d{1,9}$/, 'must be <turnId>:<event id>')
+    .optional(),
+  access_token: z.string().optional(),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Responses.
+// ---------------------------------------------------------------------------------------------
+
+const DateTime = z.string().meta({ format: 'date-time' });
+
+/** The one error shape of the API: `{ "error": { "code", "message" } }`, never a stack trace. */
+export const ErrorBody = z.object({
+  error: z.object({
+    code: z.string().describe('Stable, machine-readable code, e.g. `not_found`.'),
+    message: z.string().describe('For people; never contains secrets or stack traces.'),
+  }),
+});
+
+export const MessageAccepted = z.object({
+  sessionId: z.string(),
+  turnId: z.string(),
+  position: z.number().int().nonnegative().describe('Turns of the session ahead of this one (0: it runs now).'),
+  eventsUrl: z.string().describe('`/v1/turns/{turnId}/events`'),
+  statusUrl: z.string().describe('`/v1/turns/{turnId}`'),
+});
+
+export const TurnStatusSchema = z.enum(TURN_STATUSES);
+
+export const ToolCallRecord = z.object({
+  id: z.string().describe("The model's tool call id."),
+  step: z.number().int().min(1),
+  name: z.string().describe('The name the LLM sees (`server__tool`).'),
+  server: z.string().optional(),
+  tool: z.string().optional(),
+  arguments: z.unknown().describe('The arguments, as parsed from the model.'),
+  state: z.enum(TOOL_CALL_STATES),
+  isError: z.boolean().optional(),
+  result: z.string().optional().describe('Result text, truncated for the record.'),
+  startedAt: DateTime,
+  finishedAt: DateTime.optional(),
+});
+
+export const TurnView = z.object({
+  turnId: z.string(),
+  sessionId: z.string(),
+  status: TurnStatusSchema,
+  text: z.string().optional().describe('The answer, once there is one.'),
+  toolCalls: z.array(ToolCallRecord),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  steps: z.number().int().nonnegative().describe('LLM calls so far.'),
+  lastEventId: z.number().int().nonnegative().describe('Id of the newest event of the /events stream (0: none yet).'),
+});
+export type TurnView = z.output<typeof TurnView>;
+
+/** GET /v1/sessions/:sessionId/messages (`TranscriptMessage` of src/shared/session.ts for the items). */
+export const SessionMessages = z.object({
+  sessionId: z.string(),
+  messages: z
+    .array(
+      z.object({
+        index: z.number().int().nonnegative().describe('Position in the whole conversation; stable.'),
+        role: z.enum(['user', 'assistant']),
+        content: z.string(),
+        turnId: z.string(),
+        at: DateTime,
+        status: z
+          .enum(['queued', ...TurnStatusSchema.options])
+          .describe("The turn's outcome; user messages carry it too, so a queued or failed request is visible."),
+      }),
+    )
+    .describe('The retained transcript, oldest first.'),
+  summary: z.string().optional().describe('Summary of the older messages the model no longer sees verbatim.'),
+  activeTurnId: z.string().optional().describe('The turn running now, if any.'),
+  queuedTurnIds: z.array(z.string()).describe('Turns waiting behind the active one, in order.'),
+  firstRetainedIndex: z.number().int().nonnegative().describe('Position in the whole conversation of the first message returned.'),
+  totalMessages: z.number().int().nonnegative().describe('Messages in the whole conversation, retained or not.'),
+});
+
+export const CancelAccepted = z.object({ turnId: z.string(), status: z.literal('cancelling') });
+export const ApprovalDecided = z.object({ turnId: z.string(), toolCallId: z.string(), decision: z.enum(['approved', 'rejected']) });
+
+export const ServerStatusSchema = z.object({
+  server: z.string(),
+  transport: z.enum(SERVER_TRANSPORTS),
+  state: z.enum(SERVER_STATES),
+  toolCount: z.number().int().nonnegative(),
+  error: z.string().optional().describe('Why the server is unavailable; never includes secrets.'),
+  circuit: z
+    .object({
+      state: z.enum(CIRCUIT_STATES),
+      consecutiveFailures: z.number().int().nonnegative(),
+      retryAt: z.string().optional(),
+    })
+    .optional()
+    .describe("The worker's circuit breaker for this server: `open` means calls are refused until `retryAt`."),
+});
+
+export const CatalogSchema = z.object({
+  tools: z.array(
+    z.object({
+      name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/).describe('The name the LLM sees: `server__tool`, stable across restarts.'),
+      server: z.string(),
+      tool: z.string(),
+      description: z.string().optional(),
+      inputSchema: z.record(z.string(), z.unknown()),
+      annotations: z
+        .object({
+          title: z.string(),
+          readOnlyHint: z.boolean(),
+          destructiveHint: z.boolean(),
+          idempotentHint: z.boolean(),
+          openWorldHint: z.boolean(),
+        })
+        .partial()
+        .optional(),
+    }),
+  ),
+  servers: z.array(ServerStatusSchema),
+});
+export const ServersList = z.object({ servers: z.array(ServerStatusSchema) });
+
+export const Health = z.object({
+  status: z.enum(['ok', 'degraded', 'down']),
+  temporal: z.object({ ok: z.boolean(), error: z.string().optional() }),
+  mcp: z.object({ ok: z.boolean(), servers: z.array(ServerStatusSchema), error: z.string().optional() }),
+});
+
+// ---------------------------------------------------------------------------------------------
+// WebSocket frames (GET /ws): JSON text frames `{ type, payload }`.
+// ---------------------------------------------------------------------------------------------
+
+export const WsMessagePayload = z.object({ text: z.string(), idempotencyKey: IdempotencyKey.optional() }).strict();
+export const WsCancelPayload = z.object({ turnId: TurnId }).strict();
+/** Client frames are told apart by `type` first, so each refusal gets its own code (see routes/websocket.ts). */
+export const WsClientFrame = z.object({ type: z.string(), payload: z.unknown().optional() });
+
+export const TURN_EVENT_TYPES = [
+  'status',
+  'tool_call_started',
+  'tool_call_finished',
+  'text',
+  'notice',
+  'approval_required',
+  'approval_decided',
+  'cancelled',
+  'done',
+  'error',
+] as const;
+
+const frame = <T extends string, P extends z.ZodType>(type: T, payload: P) => z.object({ type: z.literal(type), payload });
+const StatusPayload = z.looseObject({ state: z.enum(['processing', 'complete']), message: z.string(), turnId: z.string().optional() });
+
+export const WsServerFrame = z.discriminatedUnion('type', [
+  frame(
+    'connection',
+    z.object({ state: z.enum(['connected', 'reconnected']), sessionId: z.string(), clientId: z.string(), message: z.string() }),
+  ),
+  frame('system', z.object({ code: z.string(), message: z.string(), turnId: z.string().optional() })),
+  frame('status', StatusPayload),
+  frame('text', z.object({ content: z.string(), turnId: z.string(), final: z.literal(true) })),
+  frame(
+    'event',
+    z.object({ turnId: z.string(), id: z.number().int(), event: z.enum(TURN_EVENT_TYPES), at: z.string(), data: z.record(z.string(), z.unknown()) }),
+  ),
+  frame('text_delta', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), offset: z.number().int(), content: z.string() })),
+  frame('text_reset', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), reason: z.string() })),
+  frame('pong', z.object({ at: z.string() })),
+  frame('error', z.object({ code: z.string(), message: z.string(), turnId: z.string().optional() })),
+]);
+export type ServerMessage = z.output<typeof WsServerFrame>;
+
+// The documented event types must be the ones the workflows produce; this fails to compile when they drift.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const eventTypesMatchWorkflows: Same<(typeof TURN_EVENT_TYPES)[number], TurnEventType> = true;
+void eventTypesMatchWorkflows;

@@ -1,0 +1,16 @@
+/** The MCP catalog (tools the LLM sees, server states) and the health answer for load balancers. */
+import type { FastifyPluginAsync } from 'fastify';
+import { routeSchemas } from '../openapi';
+import type { TurnService } from '../turn-service';
+
+export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
+  app.get('/v1/tools', { schema: routeSchemas.listTools }, async () => await service.catalog());
+
+  app.get('/v1/servers', { schema: routeSchemas.listServers }, async () => await service.servers());
+
+  // No token (see the auth hook): 503 when Temporal is unreachable, so balancers take the replica out.
+  app.get('/healthz', { schema: routeSchemas.healthz }, async (_request, reply) => {
+    const health = await service.health();
+    return reply.status(health.temporal.ok ? 200 : 503).send(health);
+  });
+};

@@ -1,0 +1,71 @@
+/**
+ * GET /v1/turns/:turnId/events: the turn as server-sent events, from the follower (turn-follower.ts)
+ * that also feeds the WebSocket. Durable events carry ids; a reconnect with Last-Event-ID (or ?after)
+ * resumes after it, and live text restarts with the current step's text so far.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { LiveTextHub } from '../../live/hub';
+import { callerOf } from '../caller';
+import { sseFrame } from '../client-events';
+import { EventsQuery, parseRequest, TurnParams } from '../contract';
+import type { TurnGateway } from '../gateway';
+import { routeSchemas } from '../openapi';
+import { followTurn } from '../turn-follower';
+import type { TurnService } from '../turn-service';
+
+export interface EventRoutesOptions {
+  service: TurnService;
+  gateway: Pick<TurnGateway, 'getTurn'>;
+  live?: LiveTextHub;
+  /** How often the stream polls the turn for new events. */
+  pollMs: number;
+  /** Interval of keep-alive comments; default 15 s. */
+  keepAliveMs?: number;
+}
+
+export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, opts) => {
+  app.get('/v1/turns/:turnId/events', { schema: routeSchemas.turnEvents }, async (request, reply) => {
+    const { turnId } = parseRequest(TurnParams, request.params, 'path');
+    const query = parseRequest(EventsQuery, request.query ?? {}, 'query');
+    const header = request.headers['last-event-id'];
+    const after = (typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined) ?? query.after ?? 0;
+
+    // A stream is usually opened on a running turn: read it by query first (one round trip).
+    const first = await opts.service.turn(callerOf(request), turnId, { after, likelyRunning: true });
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write('retry: 1000\n\n');
+    const feed = followTurn(
+      { gateway: opts.gateway, ...(opts.live ? { live: opts.live } : {}) },
+      {
+        turnId,
+        after,
+        first,
+        pollMs: opts.pollMs,
+        // Temporal blips must not kill the stream: the client keeps its place and we try again.
+        onPollError: (err) => request.log.warn({ err, turnId }, 'polling turn failed; retrying'),
+      },
+    );
+    request.raw.on('close', () => feed.stop());
+    const keepAlive = setInterval(() => {
+      if (!res.writableEnded && !res.destroyed) res.write(': keep-alive\n\n');
+    }, opts.keepAliveMs ?? 15_000);
+    try {
+      for await (const item of feed) {
+        if (item.type === 'end' || res.writableEnded || res.destroyed) break;
+        res.write(sseFrame(turnId, item));
+      }
+    } finally {
+      feed.stop();
+      clearInterval(keepAlive);
+      res.end();
+    }
+  });
+};

@@ -1,0 +1,212 @@
+/**
+ * What a caller may do with turns, whatever the transport: submit (with limits and idempotency),
+ * cancel, read, decide approvals, read the catalog and health. Shared by the HTTP routes and the
+ * WebSocket; it answers with data and refuses with HttpError, and never sees a reply.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { z } from 'zod';
+import type { UserContext } from '../shared/user';
+import { turnId as makeTurnId } from '../shared/ids';
+import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
+import type { Health, SessionMessages, TurnView } from './contract';
+import { HttpError, notFound } from './errors';
+import type { TurnGateway } from './gateway';
+import { SYSTEM_MESSAGES } from './system-messages';
+
+export interface TurnServiceOptions {
+  gateway: TurnGateway;
+  /** Per-user and per-tenant limits on message submission (requests per minute). */
+  rateLimits?: { userPerMinute: number; tenantPerMinute: number };
+}
+
+export interface Submission {
+  sessionId: string;
+  /** Already validated by the transport (length, blank), whose refusals differ (HTTP 413 / frame errors). */
+  text: string;
+  idempotencyKey?: string;
+  /** The caller's bearer token, sealed for servers that forward it (see gateway.ts). */
+  token?: string;
+}
+
+export interface Accepted {
+  turnId: string;
+  position: number;
+  /** false: a repeated idempotency key named a turn that already exists. */
+  created: boolean;
+}
+
+export type TurnService = ReturnType<typeof createTurnService>;
+
+/** Owner and tenant both match: anyone else gets the same 404 as for a missing turn. */
+export const ownedBy = (state: TurnState, user: UserContext): boolean =>
+  Boolean(state.owner && state.owner.id === user.id && state.owner.tenant === user.tenant);
+
+/** The public view of a turn (ARCHITECTURE.md §9); events are served by the /events stream. */
+export function turnView(state: TurnState): TurnView {
+  return {
+    turnId: state.turnId,
+    sessionId: state.sessionId,
+    status: state.status,
+    ...(state.text !== undefined ? { text: state.text } : {}),
+    toolCalls: state.toolCalls,
+    ...(state.error ? { error: state.error } : {}),
+    steps: state.steps,
+    lastEventId: state.events.at(-1)?.id ?? 0,
+  };
+}
+
+export function createTurnService(opts: TurnServiceOptions) {
+  const { gateway } = opts;
+  // Message submission is what costs (LLM tokens, tool side effects): limited per user and per tenant,
+  // in fixed one-minute windows. A user over budget does not consume the tenant's.
+  const limits = opts.rateLimits ?? { userPerMinute: 60, tenantPerMinute: 600 };
+  const perUser = new RateLimiterMemory({ keyPrefix: 'user', points: limits.userPerMinute, duration: 60 });
+  const perTenant = new RateLimiterMemory({ keyPrefix: 'tenant', points: limits.tenantPerMinute, duration: 60 });
+
+  const turn = async (user: UserContext, turnId: string, read: { after?: number; likelyRunning?: boolean } = {}): Promise<TurnState> => {
+    const state = await unavailableOnError(() =>
+      gateway.getTurn(turnId, read.after, read.likelyRunning ? { likelyRunning: true } : undefined),
+    );
+    if (!state || !ownedBy(state, user)) throw notFound(`turn ${turnId}`);
+    return state;
+  };
+
+  return {
+    /**
+     * Counts one submission against the caller's budgets. Separate from submit() so the HTTP route can
+     * refuse before it reads the body, as it always has; 429 carries when to retry.
+     */
+    async admit(user: UserContext): Promise<void> {
+      for (const [scope, limiter, key] of [
+        ['user', perUser, `${user.tenant}/${user.id}`],
+        ['tenant', perTenant, user.tenant],
+      ] as const) {
+        try {
+          await limiter.consume(key);
+        } catch (err) {
+          if (!(err instanceof RateLimiterRes)) throw err;
+          const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+          throw new HttpError(
+            429,
+            'rate_limited',
+            `${SYSTEM_MESSAGES.RATE_LIMITED} (This ${scope} may send at most ${limiter.points} messages per minute; retry in ${seconds} s.)`,
+            seconds,
+          );
+        }
+      }
+    },
+
+    /** Starts the caller's turn: 503 when Temporal is down, 409 when the session's queue is full. */
+    async submit(user: UserContext, s: Submission): Promise<Accepted> {
+      // A client retrying with the same idempotency key gets the same turn, not a second one.
+      // The key is scoped to the caller: two users sending the same key get two turns.
+      const requestKey =
+        s.idempotencyKey === undefined
+          ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
+          : createHash('sha256').update(`${user.tenant}\n${user.id}\n${s.idempotencyKey}`).digest('hex').slice(0, 24);
+      const turnId = makeTurnId(s.sessionId, requestKey);
+      const outcome = await unavailableOnError(() =>
+        gateway.submitMessage({ turnId, sessionId: s.sessionId, text: s.text, user, ...(s.token ? { token: s.token } : {}) }),
+      );
+      if (outcome.kind === 'busy') {
+        throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
+      }
+      return { turnId, position: outcome.position, created: outcome.created };
+    },
+
+    /** 404 if not the caller's, 409 once finished. */
+    async cancel(user: UserContext, turnId: string): Promise<void> {
+      const state = await turn(user, turnId);
+      if (TERMINAL_STATUSES.includes(state.status)) {
+        throw new HttpError(409, 'already_finished', `turn ${turnId} is already ${state.status}`);
+      }
+      await unavailableOnError(() => gateway.cancelTurn(turnId));
+    },
+
+    /** The caller's turn with its events after `after`. */
+    turn,
+
+    async view(user: UserContext, turnId: string): Promise<TurnView> {
+      return turnView(await turn(user, turnId));
+    },
+
+    async hasSession(user: UserContext, sessionId: string): Promise<boolean> {
+      return (await unavailableOnError(() => gateway.getSession(user, sessionId))) !== null;
+    },
+
+    async session(user: UserContext, sessionId: string): Promise<z.output<typeof SessionMessages>> {
+      const view = await unavailableOnError(() => gateway.getSession(user, sessionId));
+      if (!view) throw notFound(`session ${sessionId}`);
+      return {
+        sessionId,
+        messages: view.messages,
+        totalMessages: view.totalMessages,
+        firstRetainedIndex: view.messages[0]?.index ?? view.totalMessages,
+        ...(view.summary ? { summary: view.summary } : {}),
+        ...(view.activeTurnId ? { activeTurnId: view.activeTurnId } : {}),
+        queuedTurnIds: view.queuedTurnIds,
+      };
+    },
+
+    async decideApproval(user: UserContext, turnId: string, toolCallId: string, approve: boolean) {
+      const state = await unavailableOnError(() => gateway.getTurn(turnId));
+      // Same tenant only; whether this caller may decide (owner, or an approver role) is the workflow's call.
+      if (!state || !state.owner || state.owner.tenant !== user.tenant) throw notFound(`turn ${turnId}`);
+      const result = await unavailableOnError(() => gateway.decideApproval(turnId, { toolCallId, approve, approver: user }));
+      if (result.kind === 'already_decided') throw new HttpError(409, 'already_decided', `tool call ${toolCallId} was already decided`);
+      // Not pending, or not this caller's to decide: indistinguishable from outside, by design.
+      if (result.kind !== 'decided') throw notFound(`pending approval ${toolCallId} of turn ${turnId}`);
+      return { turnId, toolCallId, decision: result.decision };
+    },
+
+    async catalog() {
+      const catalog = await unavailableOnError(() => gateway.catalog());
+      return {
+        tools: catalog.tools.map((t) => ({
+          name: t.name,
+          server: t.server,
+          tool: t.tool,
+          description: t.description,
+          inputSchema: t.inputSchema,
+          annotations: t.annotations,
+        })),
+        servers: catalog.servers,
+      };
+    },
+
+    async servers() {
+      const catalog = await unavailableOnError(() => gateway.catalog());
+      return { servers: catalog.servers };
+    },
+
+    /** Never throws: a Temporal outage is the answer (`down`), not an error. */
+    async health(): Promise<z.output<typeof Health>> {
+      const temporal = await gateway.temporalHealth();
+      let mcp: z.output<typeof Health>['mcp'] = { ok: false, servers: [] };
+      if (temporal.ok) {
+        try {
+          const catalog = await gateway.catalog();
+          mcp = { ok: catalog.servers.every((s) => s.state !== 'unavailable'), servers: catalog.servers };
+        } catch (err) {
+          mcp = { ok: false, servers: [], error: err instanceof Error ? err.message : String(err) };
+        }
+      } else {
+        mcp.error = 'unknown: Temporal is unreachable';
+      }
+      return { status: !temporal.ok ? 'down' : mcp.ok ? 'ok' : 'degraded', temporal, mcp };
+    },
+  };
+}
+
+/** Temporal being unreachable is the service's problem, not the caller's: answer 503, not 500. */
+async function unavailableOnError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    const e = new HttpError(503, 'unavailable', `${SYSTEM_MESSAGES.MAINTENANCE} (The workflow service is unreachable; try again shortly.)`);
+    (e as { cause?: unknown }).cause = err;
+    throw e;
+  }
+}
