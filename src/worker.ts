@@ -8,7 +8,8 @@ import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
 import { createLogger } from './logger';
 import { loadMcpConfig } from './mcp/config';
-import { McpServerHub } from './mcp/hub';
+import { McpServerHub } from './mcp/pool';
+import { configSecrets } from './security/secrets';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './mcp/validate-args';
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
     apiKey: env.LLM_API_KEY || 'not-needed',
     timeoutMs: env.LLM_TIMEOUT_MS,
   });
-  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...collectServerSecrets(mcpConfig)];
+  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...configSecrets(mcpConfig)];
   // Live text is a side channel to the API (no history event per token); without it, clients get
   // the final text only.
   const live =
@@ -91,20 +92,6 @@ async function main(): Promise<void> {
     await hub.close();
     await connection.close();
   }
-}
-
-/** Header and env values of configured servers, so they can be scrubbed from error messages. */
-function collectServerSecrets(config: ReturnType<typeof loadMcpConfig>): string[] {
-  const out: string[] = [];
-  for (const server of Object.values(config.mcpServers) as Array<Record<string, unknown>>) {
-    for (const key of ['env', 'headers'] as const) {
-      const values = server[key];
-      if (values && typeof values === 'object') {
-        for (const v of Object.values(values as Record<string, unknown>)) if (typeof v === 'string' && v.length >= 8) out.push(v);
-      }
-    }
-  }
-  return out;
 }
 
 main().catch((err: unknown) => {

@@ -1,7 +1,9 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
-import { classifyLlmError, redact } from '../llm/errors';
+import { classifyLlmError } from '../llm/errors';
+import { isMcpFailure } from '../mcp/failures';
+import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import { withUserToken } from '../mcp/user-token';
@@ -65,7 +67,7 @@ export interface GatheredContext {
 /** Activities are closures over the worker's long-lived dependencies; the worker owns their lifetimes. */
 export function createActivities(deps: ActivityDeps) {
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
-  const scrub = (text: string) => redact(text, deps.secrets);
+  const scrub = (text: string) => scrubSecrets(text, deps.secrets);
 
   /** Heartbeats on a timer while `work` runs; returns what `work` returns. */
   async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
@@ -260,7 +262,7 @@ export function createActivities(deps: ActivityDeps) {
             `tool call failed: ${message}`,
           );
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
-          if (err instanceof Error && err.name === 'McpPermanentError') {
+          if (isMcpFailure(err, 'permanent')) {
             throw ApplicationFailure.nonRetryable(message, Failure.McpPermanentError);
           }
           throw ApplicationFailure.retryable(message, Failure.McpTransientError);

@@ -18,6 +18,7 @@ import { ConfigError, type EnvConfig } from '../config';
 import { HttpError } from './errors';
 import { NAME_PATTERN, UserContextSchema } from '../config/policy';
 import type { UserContext } from '../shared/user';
+import { describeIssues } from '../shared/issues';
 
 export const DEFAULT_ISSUER = 'durable-mcp-host';
 export const DEFAULT_AUDIENCE = 'durable-mcp-host-api';
@@ -278,10 +279,9 @@ export async function mintDevToken(opts: DevTokenOptions): Promise<string> {
   const user = UserContextSchema.safeParse({ id: opts.sub, role: opts.role, tenant: opts.tenant, scopes: opts.scopes });
   if (!user.success) {
     const names: Record<string, string> = { id: 'sub', tenant: 'tenant' };
-    const detail = user.error.issues.map((i) => {
-      const field = String(i.path[0] ?? '?');
-      return `${names[field] ?? field}${i.path.length > 1 ? `[${String(i.path[1])}]` : ''}: ${i.message}`;
-    });
+    // Named after the options the caller passed (`sub`, `tenant`), not the fields they become.
+    const issues = user.error.issues.map((i) => ({ ...i, path: [names[String(i.path[0])] ?? i.path[0] ?? '?', ...i.path.slice(1)] }));
+    const detail = describeIssues(issues);
     throw new Error(`cannot mint a token: ${detail.join('; ')}`);
   }
   const now = Math.floor(Date.now() / 1000);

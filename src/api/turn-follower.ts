@@ -86,7 +86,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
 
   let unsubscribe = (): void => {};
   if (deps.live && !(opts.first && TERMINAL_STATUSES.includes(opts.first.status))) {
-    // Snapshot and subscription in one synchronous block: no chunk can fall between them (see hub.ts).
+    // Snapshot and subscription in one synchronous block: no chunk can fall between them (see src/live/hub.ts).
     const snap = deps.live.snapshot(turnId);
     unsubscribe = deps.live.subscribe(turnId, onChunk);
     if (snap?.text) onChunk({ turnId, step: snap.step, attempt: snap.attempt, kind: 'delta', offset: 0, text: snap.text });

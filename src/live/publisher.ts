@@ -12,6 +12,7 @@
  * are dropped and counted (offsets still advance, so the API sees the gap), and a failed request
  * pauses sending briefly instead of hammering an API that is down.
  */
+import { scrubSecrets } from '../security/secrets';
 import {
   MAX_BATCH_CHUNKS,
   MAX_CHUNK_TEXT_CHARS,
@@ -100,7 +101,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
   let lastWarnAt = -Infinity;
   let droppedSinceWarning = 0;
 
-  const scrub = (text: string) => text.split(opts.secret).join('[redacted]');
+  const scrub = (text: string) => scrubSecrets(text, [opts.secret]);
 
   const noteDrop = (n: number, reason: string): void => {
     counts.dropped += n;

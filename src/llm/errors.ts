@@ -1,4 +1,5 @@
 import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { scrubSecrets } from '../security/secrets';
 
 /** What the host does with a failed LLM call. Temporal owns the retries; the SDK's are off. */
 export interface LlmFailure {
@@ -19,12 +20,12 @@ export function classifyLlmError(err: unknown, secrets: readonly string[] = []):
   }
   if (err instanceof APIConnectionError) {
     // Includes timeouts: nothing reached the model, or the answer never came back.
-    return { retryable: true, message: redact(`cannot reach the model endpoint (${err.message})`, secrets) };
+    return { retryable: true, message: scrubSecrets(`cannot reach the model endpoint (${err.message})`, secrets) };
   }
   if (err instanceof APIError && typeof err.status === 'number') {
     const status = err.status;
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
-    const detail = redact(shorten(apiErrorMessage(err)), secrets);
+    const detail = scrubSecrets(shorten(apiErrorMessage(err)), secrets);
     return {
       retryable,
       status,
@@ -36,7 +37,7 @@ export function classifyLlmError(err: unknown, secrets: readonly string[] = []):
     return { retryable: true, message: 'the model endpoint sent a malformed response' };
   }
   const message = err instanceof Error ? err.message : String(err);
-  return { retryable: true, message: redact(shorten(message), secrets) };
+  return { retryable: true, message: scrubSecrets(shorten(message), secrets) };
 }
 
 function apiErrorMessage(err: APIError): string {
@@ -63,13 +64,4 @@ function clamp(ms: number): number {
 
 function shorten(text: string, max = 300): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
-}
-
-/** Removes known secret values from text that may reach users, logs or workflow history. */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s && s.length >= 4) out = out.split(s).join('[redacted]');
-  }
-  return out;
 }

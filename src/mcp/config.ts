@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { describeIssues, formatPath } from '../shared/issues';
 
 export interface McpTimeouts {
   /** Spawn/HTTP connect plus the `initialize` handshake. */
@@ -119,19 +120,6 @@ const KNOWN_KEYS = {
 
 type PathPart = PropertyKey;
 
-function formatPath(parts: readonly PathPart[]): string {
-  let out = '';
-  for (const part of parts) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else {
-      const key = String(part);
-      if (/^[A-Za-z0-9_-]+$/.test(key)) out += out === '' ? key : `.${key}`;
-      else out += `[${JSON.stringify(key)}]`;
-    }
-  }
-  return out === '' ? '(root)' : out;
-}
-
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
@@ -166,6 +154,9 @@ class ProblemList {
   constructor(private readonly source: string) {}
   add(parts: readonly PathPart[], what: string): void {
     this.items.push(`${this.source}: ${formatPath(parts)}: ${what}`);
+  }
+  addLines(lines: readonly string[]): void {
+    for (const line of lines) this.items.push(`${this.source}: ${line}`);
   }
 }
 
@@ -271,7 +262,8 @@ export function parseMcpConfig(
     const schema = hasUrl ? HttpEntrySchema : StdioEntrySchema;
     const parsed = schema.safeParse(entry, { reportInput: true });
     if (!parsed.success) {
-      for (const issue of parsed.error.issues) problems.add([...at, ...issue.path], describeIssue(issue));
+      const issues = parsed.error.issues.map((issue) => ({ ...issue, path: [...at, ...issue.path] }));
+      problems.addLines(describeIssues(issues, '(root)', { message: (issue) => describeIssue(issue as z.core.$ZodIssue) }));
       continue;
     }
     warnUnknownKeys(entry, hasUrl ? KNOWN_KEYS.http : KNOWN_KEYS.stdio, at, warnings);

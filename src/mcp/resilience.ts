@@ -1,7 +1,7 @@
 import type { Logger } from '../logger';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
 import type { McpContextSource } from './context-source';
-import { McpTransientError } from './hub';
+import { isMcpFailure, McpTransientError } from './failures';
 import type { CallToolRequest, McpHub } from './types';
 
 /**
@@ -99,7 +99,7 @@ interface CachedResource {
   at: number;
 }
 
-const isTransient = (err: unknown) => err instanceof McpTransientError;
+const isTransient = (err: unknown) => isMcpFailure(err, 'transient');
 
 export class ResilientHub implements McpHub, McpContextSource {
   readonly breaker: CircuitBreaker;

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { createActivities } from '../../src/activities';
 import { createLlmClient } from '../../src/llm/client';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
-import type { McpServerHub } from '../../src/mcp/hub';
+import type { McpServerHub } from '../../src/mcp/pool';
 import type { LlmRequest, LlmResponse } from '../../src/shared/turn';
 
 /** The LLM activity with the real openai client against the demo model over HTTP. */

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { createActivities } from '../../src/activities';
 import type { LlmClient } from '../../src/llm/client';
 import { parseMcpConfig } from '../../src/mcp/config';
-import { McpServerHub } from '../../src/mcp/hub';
+import { McpServerHub } from '../../src/mcp/pool';
 import { createArgumentValidator } from '../../src/mcp/validate-args';
 import type { ToolOutcome } from '../../src/shared/tool-types';
 import { NOTES_SERVER, requireBuild } from '../helpers/system';

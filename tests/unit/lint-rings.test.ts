@@ -33,7 +33,7 @@ function lint(probes: Probe[]): string[][] {
 const RING = '@typescript-eslint/no-restricted-imports';
 
 const probes: Array<Probe & { expect: 'error' | 'clean'; why: string }> = [
-  { why: 'a workflow importing the MCP pool', file: 'src/workflows/catalog.ts', code: "import { McpServerHub } from '../mcp/hub';\nexport const h = McpServerHub;\n", expect: 'error' },
+  { why: 'a workflow importing the MCP pool', file: 'src/workflows/catalog.ts', code: "import { McpServerHub } from '../mcp/pool';\nexport const h = McpServerHub;\n", expect: 'error' },
   { why: 'a workflow importing an MCP type', file: 'src/workflows/catalog.ts', code: "import type { McpHub } from '../mcp/types';\nexport type H = McpHub;\n", expect: 'clean' },
   { why: 'a workflow importing activities as values', file: 'src/workflows/catalog.ts', code: "import { createActivities } from '../activities';\nexport const c = createActivities;\n", expect: 'error' },
   { why: 'a workflow importing zod', file: 'src/workflows/catalog.ts', code: "import { z } from 'zod';\nexport const s = z.string();\n", expect: 'error' },

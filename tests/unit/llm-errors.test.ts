@@ -1,5 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
-import { classifyLlmError, redact } from '../../src/llm/errors';
+import { classifyLlmError } from '../../src/llm/errors';
+import { scrubSecrets as redact } from '../../src/security/secrets';
 
 const headers = (h: Record<string, string>) => new Headers(h);
 

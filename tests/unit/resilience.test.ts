@@ -1,4 +1,4 @@
-import { McpPermanentError, McpTransientError } from '../../src/mcp/hub';
+import { McpPermanentError, McpTransientError } from '../../src/mcp/failures';
 import { ResilientHub } from '../../src/mcp/resilience';
 import type { Catalog, ToolOutcome } from '../../src/shared/tool-types';
 

@@ -9,6 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { LiveTextHub } from '../../live/hub';
 import { LiveBatchSchema } from '../../live/chunk';
+import { describeIssues } from '../../shared/issues';
 import { frameworkErrorCode } from '../errors';
 
 export interface LiveIngestOptions {
@@ -59,12 +60,8 @@ export function registerLiveIngest(app: FastifyInstance, opts: LiveIngestOptions
     handler: async (request, reply) => {
       const parsed = LiveBatchSchema.safeParse(request.body);
       if (!parsed.success) {
-        // Not describeIssues (src/shared/issues.ts) yet: it writes `chunks[0].step`, and
-        // tests/api/live-ingest.test.ts asserts this route's `chunks.0.step`. Switch once that is settled.
-        const detail = parsed.error.issues
-          .slice(0, 3)
-          .map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
-          .join('; ');
+        // Dotted indexes (`chunks.0.step`): the worker's publisher and its tests match on that form.
+        const detail = describeIssues(parsed.error.issues.slice(0, 3), '', { dottedIndexes: true }).join('; ');
         return sendError(reply, 400, 'invalid_request', `live batch: ${detail}`);
       }
       opts.hub.ingest(parsed.data.chunks);

@@ -1,0 +1,150 @@
+/**
+ * What went wrong with an MCP request, decided in one place for calls, listings, resources and
+ * prompts. Retrying is Temporal's job; this module only says whether a retry can help.
+ *
+ * One error class carries the verdict as `kind`; its `name` is the failure type of
+ * src/shared/failures.ts that activities hand to Temporal (or `AbortError` for a cancelled request,
+ * like the platform's). `McpTransientError`, `McpPermanentError` and `McpAbortError` are the three
+ * kinds as constructors, so `instanceof` reads naturally where one kind is expected.
+ */
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { Failure } from '../shared/failures';
+import { scrubSecrets } from '../security/secrets';
+
+export type McpFailureKind = 'transient' | 'permanent' | 'aborted';
+
+const NAMES: Record<McpFailureKind, string> = {
+  transient: Failure.McpTransientError,
+  permanent: Failure.McpPermanentError,
+  aborted: 'AbortError',
+};
+
+/** Never carries secrets: `reason` is scrubbed before an error is built. */
+export abstract class McpFailure extends Error {
+  override readonly name: string;
+
+  protected constructor(
+    readonly kind: McpFailureKind,
+    readonly server: string,
+    /** The secret-free cause alone, without the server name (for status reports). */
+    readonly reason: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = NAMES[kind];
+  }
+}
+
+/** Retrying may help (connection lost, timeout, server not reachable, circuit open). */
+export class McpTransientError extends McpFailure {
+  constructor(server: string, reason: string) {
+    super('transient', server, reason, `MCP server "${server}": ${reason}`);
+  }
+}
+
+/** Retrying cannot help (unknown or disabled server, a request the server refuses outright). */
+export class McpPermanentError extends McpFailure {
+  constructor(server: string, reason: string) {
+    super('permanent', server, reason, `MCP server "${server}": ${reason}`);
+  }
+}
+
+/** The caller's signal fired. */
+export class McpAbortError extends McpFailure {
+  constructor(server: string, cause?: unknown) {
+    super('aborted', server, 'cancelled', `MCP request to "${server}" was cancelled`, { cause });
+  }
+}
+
+export const isMcpFailure = (error: unknown, kind: McpFailureKind): error is McpFailure =>
+  error instanceof McpFailure && error.kind === kind;
+
+/** Reasons are for people and status reports: bounded, so a chatty server cannot flood them. */
+const MAX_REASON_CHARS = 300;
+
+/** A secret-free reason, short enough for a status report or an error message. */
+export function safeReason(text: string, secrets: readonly string[]): string {
+  const out = scrubSecrets(text, secrets);
+  return out.length > MAX_REASON_CHARS ? `${out.slice(0, MAX_REASON_CHARS - 3)}...` : out;
+}
+
+/** JSON-RPC errors that mean "this request will never work", not "the server had a bad moment". */
+const PERMANENT_CODES = new Set<number>([
+  ErrorCode.InvalidParams,
+  ErrorCode.MethodNotFound,
+  ErrorCode.InvalidRequest,
+  ErrorCode.ParseError,
+  ErrorCode.UrlElicitationRequired,
+  -32002, // Resource not found (MCP spec).
+]);
+
+/**
+ * The verdict on a failed request. `refused`: the server understood and said no (for a tool call,
+ * data for the LLM; for a resource or prompt, permanent). `connection` says what the pool does with
+ * the connection the request ran on.
+ */
+export type RequestVerdict =
+  | { kind: 'aborted'; cause: unknown }
+  | { kind: 'refused'; reason: string }
+  | { kind: 'transient'; reason: string; connection: 'keep' | 'probe' | 'retire' };
+
+export function classifyRequestError(
+  error: unknown,
+  opts: { signal?: AbortSignal; timeoutMs: number; secrets: readonly string[] },
+): RequestVerdict {
+  // Checked first: the SDK reports its own abort as a RequestTimeout McpError.
+  if (opts.signal?.aborted) return { kind: 'aborted', cause: opts.signal.reason };
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.RequestTimeout) {
+      return { kind: 'transient', reason: `request timed out after ${opts.timeoutMs} ms`, connection: 'probe' };
+    }
+    if (error.code === ErrorCode.ConnectionClosed) {
+      return { kind: 'transient', reason: 'connection closed during the request; the next attempt reconnects', connection: 'retire' };
+    }
+    const cause = safeReason(describeCause(error), opts.secrets);
+    if (PERMANENT_CODES.has(error.code)) return { kind: 'refused', reason: cause };
+    return { kind: 'transient', reason: `server error ${error.code}: ${cause}`, connection: 'keep' };
+  }
+  if (isZodError(error)) return { kind: 'refused', reason: 'the server sent a malformed response' };
+  // Everything else is the transport (fetch failed, HTTP error, broken pipe, "Not connected"):
+  // the connection cannot be trusted any more.
+  return {
+    kind: 'transient',
+    reason: `connection failed: ${safeReason(describeCause(error), opts.secrets)}; the next attempt reconnects`,
+    connection: 'retire',
+  };
+}
+
+/** A legacy HTTP+SSE server refuses the Streamable HTTP POST with a 4xx (404/405 typically). */
+export function isHttp4xx(error: unknown): boolean {
+  return error instanceof StreamableHTTPError && typeof error.code === 'number' && error.code >= 400 && error.code < 500;
+}
+
+/** A short, human-readable cause; the caller scrubs it. */
+export function describeCause(error: unknown): string {
+  if (error instanceof McpError) return error.message.replace(/^MCP error -?\d+: /, '');
+  if (error instanceof StreamableHTTPError) {
+    if (error.code === 404) return 'HTTP 404: session not found or expired';
+    return typeof error.code === 'number' && error.code > 0 ? `HTTP ${error.code}: ${error.message}` : error.message;
+  }
+  if (error instanceof Error) {
+    // fetch hides the useful part ("ECONNREFUSED", "bad port") in `cause`.
+    const cause = (error as Error & { cause?: unknown }).cause;
+    if (typeof cause === 'object' && cause !== null) {
+      const { code, message } = cause as { code?: unknown; message?: unknown };
+      const detail = typeof code === 'string' ? code : typeof message === 'string' ? message : undefined;
+      if (detail && !error.message.includes(detail)) return `${error.message} (${detail})`;
+    }
+    return error.message;
+  }
+  return String(error);
+}
+
+/** The SDK rejects a response that fails its result schema with the raw zod error. */
+function isZodError(error: unknown): boolean {
+  // Name check too: a second zod copy in node_modules would defeat instanceof.
+  return error instanceof z.core.$ZodError || (error instanceof Error && /^\$?ZodError$/.test(error.name));
+}

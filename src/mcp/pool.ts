@@ -1,0 +1,521 @@
+/**
+ * The worker's pool of MCP connections: one long-lived client per configured server, opened on first
+ * use and replaced on the next use after it dies. Concurrent first uses share one connect; a failed
+ * connect is never cached (the next use within FAIL_FAST_MS fails fast, later ones try again); a
+ * dropped connection finishes its in-flight requests before it is closed.
+ *
+ * Its neighbours hold the rest: transports.ts builds the transports, failures.ts classifies errors,
+ * render.ts turns content into text for the LLM, catalog.ts names and lists the tools, and
+ * src/security/secrets.ts says what must never appear in a message.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
+import { serverSecrets } from '../security/secrets';
+import { buildCatalog, listAllTools, type ServerListing } from './catalog';
+import { describeServer, type McpConfig, type McpServerConfig } from './config';
+import type { McpContextSource } from './context-source';
+import {
+  McpAbortError,
+  McpFailure,
+  McpPermanentError,
+  McpTransientError,
+  classifyRequestError,
+  describeCause,
+  safeReason,
+} from './failures';
+import { renderContent, renderResourceContents, toToolOutcome } from './render';
+import { createTransport, openHttpWithFallback, pidOf, terminateHttpSession, type TransportKind } from './transports';
+import type { CallToolRequest, McpHub } from './types';
+
+export interface HubLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface McpServerHubOptions {
+  logger?: HubLogger;
+  clientInfo?: { name: string; version: string };
+}
+
+/** Internal: the server refused the request in a way retrying cannot fix. */
+class RefusedError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+class ConnectTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`connect timed out after ${ms} ms`);
+  }
+}
+
+/** A connect attempt that failed within this window is not retried yet: fail fast instead. */
+const FAIL_FAST_MS = 500;
+const STDERR_TAIL_LINES = 20;
+const TERMINATE_SESSION_TIMEOUT_MS = 1_000;
+const PROBE_TIMEOUT_MS = 5_000;
+
+const noop = (): void => undefined;
+const silentLogger: HubLogger = { debug: noop, info: noop, warn: noop, error: noop };
+
+interface Connection {
+  readonly id: number;
+  readonly client: Client;
+  readonly transport: Transport;
+  readonly kind: TransportKind;
+  pid?: number;
+  /** False once closed or retired: no new work is handed to it. */
+  alive: boolean;
+  inflight: number;
+  /** Bumped by every `tools/list_changed`, so a listing that started before one is not kept. */
+  toolsGeneration?: number;
+  /** Tool listing for this connection; dropped on `tools/list_changed` and never kept on failure. */
+  tools?: Promise<Tool[]>;
+  closing?: Promise<void>;
+}
+
+interface Slot {
+  readonly cfg: McpServerConfig;
+  /** Values that must never appear in a message (src/security/secrets.ts). */
+  readonly secrets: readonly string[];
+  conn?: Connection;
+  /** Shared by concurrent first uses; cleared when settled, so a failure is never cached. */
+  connecting?: Promise<Connection>;
+  lastFailure?: { at: number; reason: string };
+  /** For `transport: auto`: the HTTP transport that worked, so reconnects skip the probing. */
+  httpKind?: 'streamable-http' | 'sse';
+  /** The stdio child's last stderr lines: the best clue when it dies. */
+  stderrTail: string[];
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export class McpServerHub implements McpHub, McpContextSource {
+  private readonly slots = new Map<string, Slot>();
+  private readonly open = new Set<Connection>();
+  private readonly logger: HubLogger;
+  private readonly clientInfo: { name: string; version: string };
+  private nextConnectionId = 1;
+  private closed = false;
+  private closing?: Promise<void>;
+
+  constructor(config: McpConfig, opts: McpServerHubOptions = {}) {
+    this.logger = opts.logger ?? silentLogger;
+    this.clientInfo = opts.clientInfo ?? { name: 'durable-mcp-host', version: '0.0.0' };
+    for (const cfg of Object.values(config.mcpServers)) {
+      this.slots.set(cfg.name, { cfg, secrets: serverSecrets(cfg), stderrTail: [] });
+    }
+  }
+
+  // ---------------------------------------------------------------- public API
+
+  async catalog(): Promise<Catalog> {
+    return buildCatalog(await Promise.all([...this.slots.values()].map((slot) => this.inspect(slot))));
+  }
+
+  async status(): Promise<ServerStatus[]> {
+    const listings = await Promise.all([...this.slots.values()].map((slot) => this.inspect(slot)));
+    return listings.map((l) => l.status);
+  }
+
+  /** Opens every enabled server now (e.g. at worker start) so the first turn does not pay for it. */
+  async connectAll(): Promise<ServerStatus[]> {
+    return await this.status();
+  }
+
+  async callTool(req: CallToolRequest): Promise<ToolOutcome> {
+    const slot = this.usableSlot(req.server);
+    const timeout = req.timeoutMs ?? slot.cfg.timeouts.callMs;
+    const onProgress = req.onProgress;
+    const outcome = await this.withConnection(slot, req.signal, timeout, async (conn) => {
+      const result = await conn.client.callTool(
+        { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) },
+        CallToolResultSchema,
+        {
+          ...(req.signal ? { signal: req.signal } : {}),
+          timeout,
+          resetTimeoutOnProgress: true,
+          ...(onProgress
+            ? {
+                onprogress: (p: { progress: number; total?: number; message?: string }) => {
+                  try {
+                    onProgress({
+                      progress: p.progress,
+                      ...(p.total !== undefined ? { total: p.total } : {}),
+                      ...(p.message !== undefined ? { message: p.message } : {}),
+                    });
+                  } catch (error) {
+                    this.logger.warn({ server: slot.cfg.name, error: String(error) }, 'progress callback threw');
+                  }
+                },
+              }
+            : {}),
+        },
+      );
+      return this.normalizeResult(slot, req.tool, result);
+    }).catch((error: unknown) => {
+      // The server understood and refused (unknown tool, arguments rejected): data for the LLM.
+      if (error instanceof RefusedError) {
+        return { isError: true, text: `Tool "${req.tool}" on server "${req.server}" failed: ${error.reason}` };
+      }
+      throw error;
+    });
+    return outcome;
+  }
+
+  async readResource(server: string, uri: string, opts: { signal?: AbortSignal; meta?: Record<string, unknown> } = {}): Promise<string> {
+    const slot = this.usableSlot(server);
+    const timeout = slot.cfg.timeouts.callMs;
+    return await this.permanentOnRefusal(
+      slot,
+      this.withConnection(slot, opts.signal, timeout, async (conn) => {
+        const result = await conn.client.readResource(
+          { uri, ...(opts.meta ? { _meta: opts.meta } : {}) },
+          { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+        );
+        return result.contents.map((c) => renderResourceContents(c)).join('\n');
+      }),
+    );
+  }
+
+  async getPrompt(
+    server: string,
+    name: string,
+    args?: Record<string, string>,
+    opts: { signal?: AbortSignal; meta?: Record<string, unknown> } = {},
+  ): Promise<string> {
+    const slot = this.usableSlot(server);
+    const timeout = slot.cfg.timeouts.callMs;
+    return await this.permanentOnRefusal(
+      slot,
+      this.withConnection(slot, opts.signal, timeout, async (conn) => {
+        const result = await conn.client.getPrompt(
+          { name, ...(args ? { arguments: args } : {}), ...(opts.meta ? { _meta: opts.meta } : {}) },
+          { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+        );
+        return result.messages.map((m) => `${m.role}: ${renderContent([m.content])}`).join('\n\n');
+      }),
+    );
+  }
+
+  /** The stdio child's pid while connected (diagnostics and tests). */
+  serverPid(server: string): number | undefined {
+    const conn = this.slots.get(server)?.conn;
+    return conn?.alive ? conn.pid : undefined;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.closeAll();
+    return this.closing;
+  }
+
+  // ---------------------------------------------------------------- connections
+
+  private usableSlot(server: string): Slot {
+    const slot = this.slots.get(server);
+    if (!slot) throw new McpPermanentError(server, 'no such MCP server is configured');
+    if (slot.cfg.disabled) throw new McpPermanentError(server, 'server is disabled in the MCP config');
+    return slot;
+  }
+
+  private transportOf(slot: Slot): TransportKind {
+    const cfg = slot.cfg;
+    if (cfg.kind === 'stdio') return 'stdio';
+    if (slot.conn?.alive) return slot.conn.kind;
+    if (cfg.transport !== 'auto') return cfg.transport;
+    return slot.httpKind ?? 'streamable-http';
+  }
+
+  private transient(slot: Slot, reason: string): McpTransientError {
+    return new McpTransientError(slot.cfg.name, safeReason(reason, slot.secrets));
+  }
+
+  private acquire(slot: Slot, signal?: AbortSignal): Promise<Connection> {
+    if (this.closed) return Promise.reject(this.transient(slot, 'the MCP hub is shut down'));
+    if (slot.conn?.alive) return Promise.resolve(slot.conn);
+    if (!slot.connecting) {
+      const last = slot.lastFailure;
+      if (last && Date.now() - last.at < FAIL_FAST_MS) {
+        return Promise.reject(this.transient(slot, `unavailable: ${last.reason}`));
+      }
+      slot.connecting = this.openConnection(slot)
+        .then(
+          (conn) => {
+            if (this.closed) {
+              void this.closeConnection(conn, false);
+              throw this.transient(slot, 'the MCP hub is shut down');
+            }
+            slot.conn = conn;
+            slot.lastFailure = undefined;
+            return conn;
+          },
+          (error: unknown) => {
+            const reason = safeReason(describeCause(error), slot.secrets);
+            slot.lastFailure = { at: Date.now(), reason };
+            const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
+            this.logger.warn(
+              { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) },
+              `MCP server unavailable: ${describeServer(slot.cfg)}`,
+            );
+            throw this.transient(slot, `unavailable: ${reason}`);
+          },
+        )
+        .finally(() => {
+          slot.connecting = undefined;
+        });
+    }
+    return signal ? this.raceAbort(slot, slot.connecting, signal) : slot.connecting;
+  }
+
+  /** Gives up waiting when the signal fires, without cancelling the shared connect. */
+  private raceAbort<T>(slot: Slot, promise: Promise<T>, signal: AbortSignal): Promise<T> {
+    if (signal.aborted) return Promise.reject(new McpAbortError(slot.cfg.name, signal.reason));
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(new McpAbortError(slot.cfg.name, signal.reason));
+      signal.addEventListener('abort', onAbort, { once: true });
+      promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  private async openConnection(slot: Slot): Promise<Connection> {
+    const cfg = slot.cfg;
+    if (cfg.kind === 'stdio') return await this.openOnce(slot, 'stdio');
+    const preferred = cfg.transport === 'auto' ? slot.httpKind : cfg.transport;
+    if (preferred) return await this.openOnce(slot, preferred);
+    const { conn, kind } = await openHttpWithFallback(
+      (k) => this.openOnce(slot, k),
+      (reason) => this.logger.info({ server: cfg.name, reason: safeReason(reason, slot.secrets) }, 'Streamable HTTP refused; trying legacy HTTP+SSE'),
+    );
+    slot.httpKind = kind;
+    return conn;
+  }
+
+  /** Keeps a stdio child's last stderr lines and sends each to the debug log. */
+  private stderrLine(slot: Slot, line: string): void {
+    slot.stderrTail.push(line);
+    if (slot.stderrTail.length > STDERR_TAIL_LINES) slot.stderrTail.shift();
+    this.logger.debug({ server: slot.cfg.name }, `[${slot.cfg.name}] ${line}`);
+  }
+
+  private async openOnce(slot: Slot, kind: TransportKind): Promise<Connection> {
+    const cfg = slot.cfg;
+    slot.stderrTail = [];
+    const transport = createTransport(cfg, kind, (line) => this.stderrLine(slot, line));
+    const client = new Client(this.clientInfo, { capabilities: {} });
+    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0 };
+
+    // Set before connect: the SDK chains its own handlers after these.
+    transport.onerror = (error: Error) => this.onTransportError(slot, conn, error);
+    client.onclose = () => this.onConnectionClosed(slot, conn);
+    client.onerror = (error: Error) =>
+      this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'MCP protocol notice');
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      conn.tools = undefined;
+      // A listing already in flight may predate the change: it must not become the cache.
+      conn.toolsGeneration = (conn.toolsGeneration ?? 0) + 1;
+    });
+
+    const connectMs = cfg.timeouts.connectMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ConnectTimeoutError(connectMs)), connectMs);
+    });
+    this.open.add(conn);
+    try {
+      await Promise.race([client.connect(transport, { timeout: connectMs }), timedOut]);
+    } catch (error) {
+      // Not awaited: killing a hung child can take seconds and the caller should hear now. The
+      // connection stays in `open` until it is gone, so close() still waits for it.
+      void this.closeConnection(conn, false);
+      if (kind === 'stdio' && error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+        throw new Error('server process exited before completing the MCP handshake (its stderr is in the debug log)');
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    conn.pid = pidOf(transport);
+    conn.alive = true;
+    this.logger.info(
+      { server: cfg.name, transport: kind, ...(conn.pid !== undefined ? { pid: conn.pid } : {}) },
+      `MCP server connected: ${describeServer(cfg)}`,
+    );
+    return conn;
+  }
+
+  private onTransportError(slot: Slot, conn: Connection, error: Error): void {
+    const reason = safeReason(describeCause(error), slot.secrets);
+    if (!conn.alive) return;
+    this.logger.debug({ server: slot.cfg.name, transport: conn.kind, reason }, 'MCP transport error');
+    // Legacy SSE carries every response on its one stream: once that stream broke, in-flight
+    // requests can never complete, so fail them now. Other transports keep working requests alive
+    // and only stop taking new ones.
+    if (conn.kind === 'sse') {
+      this.retire(slot, conn, reason);
+      void this.closeConnection(conn, false);
+    } else if (conn.kind === 'streamable-http') {
+      this.retire(slot, conn, reason);
+    }
+    // stdio: a broken pipe is followed by the child's close event, which does the work.
+  }
+
+  private onConnectionClosed(slot: Slot, conn: Connection): void {
+    const wasAlive = conn.alive;
+    conn.alive = false;
+    conn.tools = undefined;
+    this.open.delete(conn);
+    if (slot.conn === conn) slot.conn = undefined;
+    if (wasAlive && !this.closed) {
+      // For a crashed stdio server, its last words are the best clue to why.
+      const tail = conn.kind === 'stdio' ? slot.stderrTail.slice(-5).map((line) => safeReason(line, slot.secrets)) : [];
+      this.logger.warn(
+        { server: slot.cfg.name, transport: conn.kind, ...(tail.length ? { stderrTail: tail } : {}) },
+        'MCP connection closed; the next use reconnects',
+      );
+    }
+  }
+
+  /** Stops handing the connection out; closes it once its in-flight requests are done. */
+  private retire(slot: Slot, conn: Connection, reason: string): void {
+    if (conn.alive) {
+      this.logger.info({ server: slot.cfg.name, transport: conn.kind, reason }, 'dropping MCP connection; the next use reconnects');
+    }
+    conn.alive = false;
+    conn.tools = undefined;
+    if (slot.conn === conn) slot.conn = undefined;
+    if (conn.inflight === 0) void this.closeConnection(conn, false);
+  }
+
+  private closeConnection(conn: Connection, terminateSession: boolean): Promise<void> {
+    conn.alive = false;
+    conn.closing ??= (async () => {
+      if (terminateSession) await withTimeout(terminateHttpSession(conn.transport).catch(noop), TERMINATE_SESSION_TIMEOUT_MS);
+      // For stdio this ends stdin, then escalates SIGTERM → SIGKILL, and waits for the exit:
+      // no orphaned or zombie children.
+      await conn.client.close().catch(noop);
+      this.open.delete(conn);
+    })();
+    return conn.closing;
+  }
+
+  private async closeAll(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.slots.values()].map((slot) => slot.connecting));
+    for (const slot of this.slots.values()) slot.conn = undefined;
+    await Promise.all([...this.open].map((conn) => this.closeConnection(conn, true)));
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  private async withConnection<T>(
+    slot: Slot,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+    op: (conn: Connection) => Promise<T>,
+  ): Promise<T> {
+    if (signal?.aborted) throw new McpAbortError(slot.cfg.name, signal.reason);
+    const conn = await this.acquire(slot, signal);
+    conn.inflight += 1;
+    try {
+      return await op(conn);
+    } catch (error) {
+      if (error instanceof RefusedError) throw error;
+      const verdict = classifyRequestError(error, { ...(signal ? { signal } : {}), timeoutMs, secrets: slot.secrets });
+      if (verdict.kind === 'aborted') throw new McpAbortError(slot.cfg.name, verdict.cause);
+      if (verdict.kind === 'refused') throw new RefusedError(verdict.reason);
+      if (verdict.connection === 'probe') this.probe(slot, conn);
+      if (verdict.connection === 'retire') this.retire(slot, conn, verdict.reason);
+      throw new McpTransientError(slot.cfg.name, verdict.reason);
+    } finally {
+      conn.inflight -= 1;
+      if (!conn.alive && conn.inflight === 0 && slot.conn !== conn) void this.closeConnection(conn, false);
+    }
+  }
+
+  /**
+   * After a timeout, is the server wedged or just slow? A ping tells; a wedged connection is dropped
+   * so retries do not keep queueing behind it.
+   */
+  private probe(slot: Slot, conn: Connection): void {
+    if (!conn.alive) return;
+    conn.client.ping({ timeout: PROBE_TIMEOUT_MS }).catch(() => this.retire(slot, conn, 'server stopped answering pings'));
+  }
+
+  private async permanentOnRefusal<T>(slot: Slot, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      if (error instanceof RefusedError) throw new McpPermanentError(slot.cfg.name, error.reason);
+      throw error;
+    }
+  }
+
+  private normalizeResult(slot: Slot, tool: string, raw: unknown): ToolOutcome {
+    const outcome = toToolOutcome(raw);
+    if (outcome) return outcome;
+    this.logger.warn({ server: slot.cfg.name, tool }, 'tool returned a malformed result');
+    throw new RefusedError('the server sent a malformed result');
+  }
+
+  private async inspect(slot: Slot): Promise<ServerListing> {
+    const server = slot.cfg.name;
+    if (slot.cfg.disabled) {
+      return { server, tools: [], status: { server, transport: this.transportOf(slot), state: 'disabled', toolCount: 0 } };
+    }
+    try {
+      const tools = await this.withConnection(slot, undefined, slot.cfg.timeouts.listMs, async (conn) => {
+        // A cached tool list says nothing about an HTTP server that went away since: ping it, so a
+        // dead server is reported unavailable before the model plans around its tools. (A stdio
+        // child's death closes its transport, which drops the connection already.)
+        if (conn.tools && conn.kind !== 'stdio') await conn.client.ping({ timeout: Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS) });
+        return await this.listTools(slot, conn);
+      });
+      return { server, tools, status: { server, transport: this.transportOf(slot), state: 'connected', toolCount: tools.length } };
+    } catch (error) {
+      const reason = (
+        error instanceof McpFailure || error instanceof RefusedError
+          ? error.reason
+          : safeReason(describeCause(error), slot.secrets)
+      ).replace(/^unavailable: /, ''); // the state already says so
+      return {
+        server,
+        tools: [],
+        status: { server, transport: this.transportOf(slot), state: 'unavailable', toolCount: 0, error: reason },
+      };
+    }
+  }
+
+  private listTools(slot: Slot, conn: Connection): Promise<Tool[]> {
+    if (conn.tools) return conn.tools;
+    const generation = conn.toolsGeneration ?? 0;
+    const listing = this.fetchAllTools(slot, conn);
+    conn.tools = listing;
+    listing.then(
+      () => {
+        if (conn.tools === listing && (conn.toolsGeneration ?? 0) !== generation) conn.tools = undefined;
+      },
+      () => {
+        if (conn.tools === listing) conn.tools = undefined;
+      },
+    );
+    return listing;
+  }
+
+  private async fetchAllTools(slot: Slot, conn: Connection): Promise<Tool[]> {
+    const { tools, truncated } = await listAllTools(conn.client, slot.cfg.timeouts.listMs);
+    if (truncated) this.logger.warn({ server: slot.cfg.name }, 'tool listing truncated: too many pages');
+    return tools;
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Building the transport for one server connection: a stdio child with only its configured
+ * environment, or Streamable HTTP with a fallback to legacy HTTP+SSE for older servers.
+ */
+import { statSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { ServerStatus } from '../shared/tool-types';
+import type { McpServerConfig } from './config';
+import { describeCause, isHttp4xx } from './failures';
+import { forwardingFetch } from './user-token';
+
+export type TransportKind = ServerStatus['transport'];
+
+const MAX_STDERR_LINE = 2_000;
+
+/**
+ * The transport for `cfg` over `kind`. A stdio child's stderr is handed to `onStderrLine` line by
+ * line (long lines cut), so a chatty server cannot flood the log.
+ */
+export function createTransport(cfg: McpServerConfig, kind: TransportKind, onStderrLine: (line: string) => void): Transport {
+  if (cfg.kind === 'stdio') {
+    // spawn reports a missing cwd as "spawn <command> ENOENT", which sends people looking for the
+    // wrong thing.
+    if (!isDirectory(cfg.cwd)) throw new Error(`working directory does not exist: ${cfg.cwd}`);
+    const transport = new StdioClientTransport({
+      command: cfg.command,
+      args: cfg.args,
+      cwd: cfg.cwd,
+      // Never the worker's whole environment: it holds the host's own secrets.
+      env: { ...getDefaultEnvironment(), ...cfg.env },
+      stderr: 'pipe',
+    });
+    if (transport.stderr) splitLines(transport.stderr as Readable, onStderrLine);
+    return transport;
+  }
+  const url = new URL(cfg.url);
+  const requestInit: RequestInit = { headers: { ...cfg.headers } };
+  const opts = { requestInit, ...(cfg.forwardUserToken ? { fetch: forwardingFetch() } : {}) };
+  return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, opts);
+}
+
+/** The child's pid once a stdio transport has started. */
+export function pidOf(transport: Transport): number | undefined {
+  return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+}
+
+/** Ends the server-side session of a Streamable HTTP connection instead of leaving it to expire. */
+export async function terminateHttpSession(transport: Transport): Promise<void> {
+  if (transport instanceof StreamableHTTPClientTransport) await transport.terminateSession();
+}
+
+/**
+ * Opens an HTTP server whose transport is `auto`: Streamable HTTP first; a 4xx answer means a legacy
+ * HTTP+SSE server, so SSE is tried next. Anything else (refused connection, timeout, 5xx) would fail
+ * the same way over SSE and is thrown as is.
+ */
+export async function openHttpWithFallback<C>(
+  open: (kind: 'streamable-http' | 'sse') => Promise<C>,
+  onFallback: (reason: string) => void,
+): Promise<{ conn: C; kind: 'streamable-http' | 'sse' }> {
+  try {
+    return { conn: await open('streamable-http'), kind: 'streamable-http' };
+  } catch (error) {
+    if (!isHttp4xx(error)) throw error;
+    onFallback(describeCause(error));
+    try {
+      return { conn: await open('sse'), kind: 'sse' };
+    } catch (sseError) {
+      throw new Error(`streamable-http: ${describeCause(error)}; sse: ${describeCause(sseError)}`);
+    }
+  }
+}
+
+function splitLines(stream: Readable, onLine: (line: string) => void): void {
+  let buffered = '';
+  const emit = (line: string): void => {
+    const cut = line.length > MAX_STDERR_LINE ? `${line.slice(0, MAX_STDERR_LINE)}...` : line;
+    if (cut.trim() !== '') onLine(cut);
+  };
+  stream.on('data', (chunk: Buffer | string) => {
+    buffered += chunk.toString();
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      emit(buffered.slice(0, newline).replace(/\r$/, ''));
+      buffered = buffered.slice(newline + 1);
+    }
+    if (buffered.length > MAX_STDERR_LINE) {
+      emit(buffered);
+      buffered = '';
+    }
+  });
+  stream.on('end', () => {
+    if (buffered) emit(buffered);
+    buffered = '';
+  });
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
