@@ -24,7 +24,7 @@ import { createTemporalGateway } from '../src/api/gateway';
 import { AuditLog } from '../src/audit';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import { createLlmClient } from '../src/llm/client';
-import { McpServerHub } from '../src/mcp/hub';
+import { McpServerHub } from '../src/mcp/pool';
 import { createArgumentValidator } from '../src/mcp/validate-args';
 import type { TurnInput, TurnState } from '../src/shared/turn';
 import { postMessage, readSse } from '../tests/helpers/http';

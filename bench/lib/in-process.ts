@@ -10,7 +10,7 @@ import type { AuditInput } from '../../src/audit';
 import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../../src/core/host-loop';
 import { decideTool, filterCatalog } from '../../src/core/policy';
 import type { LlmClient } from '../../src/llm/client';
-import type { McpServerHub } from '../../src/mcp/hub';
+import type { McpServerHub } from '../../src/mcp/pool';
 import type { ArgumentValidator } from '../../src/mcp/validate-args';
 import { toolCallIdempotencyKey } from '../../src/shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { parseMcpConfig, type McpConfig } from '../../src/mcp/config';
-import { McpServerHub } from '../../src/mcp/hub';
+import { McpServerHub } from '../../src/mcp/pool';
 import { summarize, type Summary } from './stats';
 
 export interface PoolingTarget {
