@@ -1,4 +1,6 @@
+import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import type { LiveTextHub } from '../live/hub';
 import { type Logger, withSafeRequestLog } from '../logger';
@@ -22,6 +24,8 @@ export interface Authenticator {
 export interface AppDeps {
   gateway: TurnGateway;
   auth: Authenticator;
+  /** The tool policy the gateway hands to turns; the catalog route filters by it. */
+  policy: Policy;
   /** Per-user and per-tenant limits on message submission (requests per minute). */
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
   logger?: Logger | false;
@@ -38,7 +42,12 @@ export interface AppDeps {
   live?: { hub: LiveTextHub; secret?: string };
   /** WebSocket heartbeats (GET /ws): ping interval and how long a silent socket may live. */
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
+  /** Browser origins allowed to call the API from other origins (CORS); none: same origin only. */
+  corsOrigins?: readonly string[];
 }
+
+/** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
+const QUERY_TOKEN_ROUTES = new Set(['/ws', '/v1/turns/:turnId/events']);
 
 /** The app: error handling, authentication and the route plugins of ./routes, over injected dependencies. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -77,6 +86,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
+  // Before the auth hook: a preflight is answered here and never reaches authentication.
+  if (deps.corsOrigins?.length) {
+    await app.register(cors, {
+      origin: [...deps.corsOrigins],
+      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'last-event-id'],
+      exposedHeaders: ['retry-after'],
+      maxAge: 600,
+    });
+  }
   // Internal, for workers only (a shared secret, not a user token); registered before the OpenAPI
   // plugin so it stays out of the public document.
   if (deps.live?.secret) await app.register(liveIngestRoutes, { hub: deps.live.hub, secret: deps.live.secret });
@@ -86,13 +105,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
   app.addHook('onRequest', async (request) => {
     if (!request.url.startsWith('/v1/') && !request.url.startsWith('/ws')) return;
-    // Browsers cannot set headers on a WebSocket: /ws also takes the token as ?access_token (never logged).
+    // A preflight carries no credentials by design; without CORS it finds no route (404), never a 401.
+    if (request.method === 'OPTIONS') return;
+    // Browsers cannot set headers on a WebSocket or an EventSource: those routes also take the token as
+    // ?access_token (redacted from request logs).
     const queryToken = (request.query as { access_token?: unknown } | undefined)?.access_token;
-    const fromQuery = request.url.split('?')[0] === '/ws' && !request.headers.authorization && typeof queryToken === 'string';
+    const fromQuery = QUERY_TOKEN_ROUTES.has(request.routeOptions.url ?? '') && !request.headers.authorization && typeof queryToken === 'string';
     request.user = await deps.auth.authenticate(fromQuery ? `Bearer ${queryToken}` : request.headers.authorization);
   });
 
-  const service = createTurnService({ gateway: deps.gateway, ...(deps.rateLimits ? { rateLimits: deps.rateLimits } : {}) });
+  const service = createTurnService({ gateway: deps.gateway, policy: deps.policy, ...(deps.rateLimits ? { rateLimits: deps.rateLimits } : {}) });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });
   await app.register(turnRoutes, { service });

@@ -69,6 +69,10 @@ export const EventsQuery = z.object({
     .nonnegative()
     .optional()
     .describe('Resume after this event id (alternative to `Last-Event-ID`, which wins when both are sent).'),
+  access_token: z
+    .string()
+    .optional()
+    .describe("The caller's JWT, for browsers' `EventSource`, which cannot send headers; redacted from logs. `Authorization` wins when both are sent."),
 });
 export const EventsHeaders = z.object({
   'Last-Event-ID': z.string().regex(/^\d+$/).optional().describe('The id of the last event received: the stream resumes after it, without loss or duplicates.'),

@@ -31,10 +31,12 @@ async function main(): Promise<void> {
       catalogCacheMs: env.CATALOG_CACHE_MS,
     }),
     auth,
+    policy,
     rateLimits: { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN },
     logger,
     maxMessageChars: env.MAX_MESSAGE_CHARS,
     ssePollMs: env.SSE_POLL_MS,
+    corsOrigins: env.CORS_ORIGINS,
     ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET } } : {}),
   });
 

@@ -244,7 +244,7 @@ export const routeSchemas = {
   listTools: {
     operationId: 'listTools',
     summary: 'Tools',
-    description: "The tools the LLM sees (`server__tool` names, each with its server's tool name and input schema) and each server's state.",
+    description: "The tools the caller's model would be offered (`server__tool` names, each with its server's tool name and input schema; filtered by the tool policy as in a turn) and each server's state.",
     tags: ['catalog'],
     response: {
       200: { ...fromZod(CatalogSchema), description: 'The catalog.' },

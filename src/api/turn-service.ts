@@ -6,6 +6,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { z } from 'zod';
+import { filterCatalog } from '../core/policy';
+import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import { turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
@@ -16,6 +18,8 @@ import { SYSTEM_MESSAGES } from './system-messages';
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;
+  /** The tool policy the turns enforce: the catalog shows each caller what their model would see. */
+  policy: Policy;
   /** Per-user and per-tenant limits on message submission (requests per minute). */
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
 }
@@ -160,10 +164,11 @@ export function createTurnService(opts: TurnServiceOptions) {
       return { turnId, toolCallId, decision: result.decision };
     },
 
-    async catalog() {
+    /** The tools `user`'s model would be offered (the same filter the turn applies), and every server's state. */
+    async catalog(user: UserContext) {
       const catalog = await unavailableOnError(() => gateway.catalog());
       return {
-        tools: catalog.tools.map((t) => ({
+        tools: filterCatalog(opts.policy, user, catalog.tools).map((t) => ({
           name: t.name,
           server: t.server,
           tool: t.tool,

@@ -41,6 +41,12 @@ const EnvSchema = z.object({
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
   API_HOST: z.string().min(1).default('127.0.0.1'),
   API_PORT: port.default(3000),
+  /** Browser origins allowed to call the API (CORS), comma-separated; unset: same origin only. */
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o !== ''))
+    .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s?#]+$/, 'each origin must be scheme://host[:port], e.g. http://localhost:5173, without a path'))),
   SSE_POLL_MS: positiveInt.default(50),
   CATALOG_CACHE_MS: z.coerce.number().int().nonnegative().default(5_000),
   MAX_MESSAGE_CHARS: positiveInt.default(16_000),

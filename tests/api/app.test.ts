@@ -1,6 +1,6 @@
 import type { InjectOptions } from 'fastify';
 import { buildApp } from '../../src/api/app';
-import { fakeAuth } from '../helpers/fake-auth';
+import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnState } from '../../src/shared/turn';
@@ -75,7 +75,8 @@ const EVE = { authorization: 'Bearer eve@other' };
 
 async function setup(rateLimits = { userPerMinute: 1_000, tenantPerMinute: 1_000 }) {
   const gateway = fakeGateway();
-  const app = await buildApp({ gateway, auth: fakeAuth, rateLimits, maxMessageChars: 100, ssePollMs: 5 });
+  const app = await buildApp({ gateway, auth: fakeAuth,
+    policy: openPolicy, rateLimits, maxMessageChars: 100, ssePollMs: 5 });
   // Requests act as alice unless a test says otherwise.
   const asAlice = (opts: InjectOptions) => app.inject({ ...opts, headers: { ...ALICE, ...opts.headers } });
   return { app: { inject: asAlice }, gateway };

@@ -4,6 +4,7 @@ import { buildApp, type Authenticator } from '../../src/api/app';
 import { HttpError } from '../../src/api/errors';
 import type { TurnGateway } from '../../src/api/gateway';
 import { registerOpenApi, routeSchemas } from '../../src/api/openapi';
+import { openPolicy } from '../helpers/fake-auth';
 
 // Every route the app declares, seen by an onRoute hook added the moment the instance is created
 // (buildApp declares its routes itself, so a hook added afterwards would see none of them).
@@ -48,6 +49,7 @@ async function setup() {
   const app = await buildApp({
     gateway,
     auth: fakeAuth,
+    policy: openPolicy,
     maxMessageChars: 4000,
     ssePollMs: 5,
     rateLimits: { userPerMinute: 1000, tenantPerMinute: 1000 },

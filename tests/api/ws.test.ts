@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import WebSocket from 'ws';
 import { buildApp, type AppDeps } from '../../src/api/app';
-import { fakeAuth } from '../helpers/fake-auth';
+import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import { SYSTEM_MESSAGES } from '../../src/api/system-messages';
 import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
@@ -134,6 +134,7 @@ async function setup(extra: Partial<AppDeps> = {}) {
   const app = await buildApp({
     gateway,
     auth: fakeAuth,
+    policy: openPolicy,
     rateLimits: { userPerMinute: 1_000, tenantPerMinute: 1_000 },
     maxMessageChars: 100,
     ssePollMs: 5,

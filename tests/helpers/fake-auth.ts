@@ -1,4 +1,5 @@
 import type { Authenticator } from '../../src/api/app';
+import type { Policy } from '../../src/shared/policy';
 import { HttpError } from '../../src/api/errors';
 
 /**
@@ -12,3 +13,6 @@ export const fakeAuth: Authenticator = {
     return { id: m[1] as string, role: 'teacher', tenant: m[2] as string, scopes: [] };
   },
 };
+
+/** The fake users' role (teacher) may use every tool; the policy's own decisions have their own tests. */
+export const openPolicy: Policy = { roles: { teacher: { servers: { '*': { tools: '*' } } } }, toolScopes: {} };

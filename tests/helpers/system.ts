@@ -214,14 +214,16 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const apiLogger = opts.captureApiLog
       ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
       : undefined;
+    const policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
     const app = await buildApp({
+      policy,
       ...(apiLogger ? { logger: apiLogger } : {}),
       auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
       rateLimits: opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 },
       gateway: createTemporalGateway({
         client,
         taskQueue,
-        policy: opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json')),
+        policy,
         ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
         turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
         sessionSettings: sessionSettingsFrom(defaultHostConfig(opts.host)),

@@ -1,10 +1,11 @@
 /** The MCP catalog (tools the LLM sees, server states) and the health answer for load balancers. */
 import type { FastifyPluginAsync } from 'fastify';
+import { callerOf } from '../caller';
 import { routeSchemas } from '../openapi';
 import type { TurnService } from '../turn-service';
 
 export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
-  app.get('/v1/tools', { schema: routeSchemas.listTools }, async () => await service.catalog());
+  app.get('/v1/tools', { schema: routeSchemas.listTools }, async (request) => await service.catalog(callerOf(request)));
 
   app.get('/v1/servers', { schema: routeSchemas.listServers }, async () => await service.servers());
 

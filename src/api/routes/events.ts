@@ -36,6 +36,8 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
+      // Headers hooks set on the reply (CORS) would be lost once hijacked.
+      ...(reply.getHeaders() as Record<string, string | string[]>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
