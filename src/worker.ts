@@ -20,7 +20,7 @@ const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
 async function main(): Promise<void> {
   const env = loadEnvConfig();
   const logger = createLogger('worker', env.LOG_LEVEL);
-  if (!env.LLM_BASE_URL) {
+  if (!env.LLM_BASE_URL || !env.LLM_MODEL) {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
   }
   const mcpConfig = loadMcpConfig(env.MCP_CONFIG, process.env);

@@ -85,7 +85,7 @@ async function main(): Promise<void> {
       env.JWT_SECRET = readFileSync(file, 'utf8').trim();
     }
 
-    let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'demo-model'})`;
+    let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
     if (!env.LLM_BASE_URL) {
       const { proc, match } = await spawnManaged(
         'demo-model',

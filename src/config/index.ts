@@ -35,8 +35,11 @@ const EnvSchema = z.object({
   LIVE_PUSH_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:3000/internal/live' }).optional(),
   RATE_LIMIT_USER_PER_MIN: positiveInt.default(60),
   RATE_LIMIT_TENANT_PER_MIN: positiveInt.default(600),
-  LLM_BASE_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:11434/v1' }).optional(),
-  LLM_MODEL: z.string().min(1).default('demo-model'),
+  LLM_BASE_URL: z
+    .url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL such as http://127.0.0.1:11434/v1' })
+    .optional(),
+  /** Required with LLM_BASE_URL: no model name is sent silently in the user's name. */
+  LLM_MODEL: optionalText,
   LLM_API_KEY: z.string().default(''),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
   API_HOST: z.string().min(1).default('127.0.0.1'),
@@ -65,6 +68,12 @@ const EnvSchema = z.object({
   WORKFLOW_BUNDLE: z.enum(['prebuilt', 'off']).default('prebuilt'),
 });
 export type EnvConfig = z.infer<typeof EnvSchema>;
+
+const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
+  if (env.LLM_BASE_URL && !env.LLM_MODEL) {
+    ctx.addIssue({ code: 'custom', path: ['LLM_MODEL'], message: `required when LLM_BASE_URL is set (the model to ask at ${env.LLM_BASE_URL})` });
+  }
+});
 
 /** What the conversation asks to be gathered as context before the first LLM call. */
 const ContextSpecSchema = z.object({
@@ -134,7 +143,7 @@ export function formatZodError(source: string, error: z.ZodError): string {
 }
 
 export function loadEnvConfig(env: NodeJS.ProcessEnv = process.env): EnvConfig {
-  const parsed = EnvSchema.safeParse(env);
+  const parsed = CheckedEnvSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(formatZodError('environment', parsed.error));
   return parsed.data;
 }

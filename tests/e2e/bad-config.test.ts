@@ -14,7 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function run(entry: 'src/worker.js' | 'src/api/main.js', env: NodeJS.ProcessEnv) {
   const { proc } = await spawnManaged('proc', process.execPath, [path.join(DIST, entry)], {
-    env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', LLM_BASE_URL: 'http://127.0.0.1:9/v1', ...env },
+    env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODEL: 'test-model', ...env },
     cwd: ROOT,
   });
   const code = await proc.exited;
@@ -57,4 +57,13 @@ test('API: an unknown host config field is refused', async () => {
   const { code, output } = await run('src/api/main.js', { HOST_CONFIG: file('host2.json', JSON.stringify({ maxStep: 3 })) });
   expect(code).toBe(2);
   expect(output).toMatch(/maxStep/);
+});
+
+test.each([
+  ['a base URL without a scheme', { LLM_BASE_URL: 'localhost:11434' }, /LLM_BASE_URL: must be an http:\/\/ or https:\/\/ URL/],
+  ['a base URL without a model', { LLM_MODEL: '' }, /LLM_MODEL: required when LLM_BASE_URL is set/],
+])('worker: %s is refused at start', async (_name, env, pattern) => {
+  const { code, output } = await run('src/worker.js', env);
+  expect(code).toBe(2);
+  expect(output).toMatch(pattern);
 });
