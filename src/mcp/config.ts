@@ -6,6 +6,7 @@
  * use `describeServer` for anything user- or log-facing.
  */
 import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { describeIssues, formatPath } from '../shared/issues';
@@ -146,8 +147,16 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   }
 }
 
-const ENV_REF = /\$\{env:([^}]*)\}/g;
+/**
+ * Variables a value may hold: `${env:NAME}`; VS Code's `${input:id}` (read from the environment
+ * variable named by the id in upper case, other characters as `_`: `${input:api-key}` → `API_KEY`),
+ * `${workspaceFolder}` (the config file's directory) and `${userHome}`. Anything else is left as written.
+ */
+const VARIABLE_REF = /\$\{(?:(env|input):([^}]*)|(workspaceFolder|userHome))\}/g;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The environment variable that answers VS Code's `${input:<id>}`. */
+export const inputVariable = (id: string): string => id.toUpperCase().replace(/[^A-Z0-9_]/g, '_');
 
 class ProblemList {
   readonly items: string[] = [];
@@ -160,20 +169,24 @@ class ProblemList {
   }
 }
 
-function resolveEnvRefs(
-  value: string,
-  env: NodeJS.ProcessEnv,
-  where: readonly PathPart[],
-  problems: ProblemList,
-): string {
-  return value.replace(ENV_REF, (_match, name: string) => {
+interface RefContext {
+  env: NodeJS.ProcessEnv;
+  baseDir: string;
+  problems: ProblemList;
+}
+
+function resolveEnvRefs(value: string, ctx: RefContext, where: readonly PathPart[]): string {
+  return value.replace(VARIABLE_REF, (_match, kind: string | undefined, ref: string | undefined, builtin: string | undefined) => {
+    if (builtin === 'workspaceFolder') return ctx.baseDir;
+    if (builtin === 'userHome') return os.homedir();
+    const name = kind === 'input' ? inputVariable(ref ?? '') : (ref ?? '');
     if (!ENV_NAME.test(name)) {
-      problems.add(where, `invalid reference \${env:${name}}: expected a variable name`);
+      ctx.problems.add(where, `invalid reference \${${kind}:${ref}}: expected a variable name`);
       return '';
     }
-    const resolved = env[name];
+    const resolved = ctx.env[name];
     if (resolved === undefined) {
-      problems.add(where, `environment variable "${name}" is not set`);
+      ctx.problems.add(where, kind === 'input' ? `input "${ref}": set environment variable "${name}"` : `environment variable "${name}" is not set`);
       return '';
     }
     return resolved;
@@ -182,14 +195,13 @@ function resolveEnvRefs(
 
 function resolveRecord(
   record: Record<string, string> | undefined,
-  env: NodeJS.ProcessEnv,
+  ctx: RefContext,
   where: readonly PathPart[],
-  problems: ProblemList,
   resolve: boolean,
 ): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(record ?? {})) {
-    out[key] = resolve ? resolveEnvRefs(value, env, [...where, key], problems) : value;
+    out[key] = resolve ? resolveEnvRefs(value, ctx, [...where, key]) : value;
   }
   return out;
 }
@@ -237,15 +249,22 @@ export function parseMcpConfig(
     problems.add([], `expected a JSON object, got ${kindOf(json)}`);
     return fail();
   }
-  const serversRaw = json['mcpServers'];
-  if (!isPlainObject(serversRaw)) {
-    problems.add(['mcpServers'], `expected object${serversRaw === undefined ? ' (missing)' : `, got ${kindOf(serversRaw)}`}`);
+  // Claude Desktop and Cursor write `mcpServers`; VS Code writes `servers` (beside its `inputs`).
+  if ('mcpServers' in json && 'servers' in json) {
+    problems.add([], 'expected either "mcpServers" or "servers" (VS Code), not both');
     return fail();
   }
+  const serversKey = 'servers' in json ? 'servers' : 'mcpServers';
+  const serversRaw = json[serversKey];
+  if (!isPlainObject(serversRaw)) {
+    problems.add([serversKey], `expected object${serversRaw === undefined ? ' (missing)' : `, got ${kindOf(serversRaw)}`}`);
+    return fail();
+  }
+  const refs: RefContext = { env, baseDir, problems };
 
   const servers: Record<string, McpServerConfig> = {};
   for (const [name, entry] of Object.entries(serversRaw)) {
-    const at: PathPart[] = ['mcpServers', name];
+    const at: PathPart[] = [serversKey, name];
     if (!SERVER_NAME_PATTERN.test(name) || name.includes('__')) {
       problems.add(at, 'invalid server name: use 1-32 characters from [a-zA-Z0-9_-], without "__"');
       continue;
@@ -277,7 +296,7 @@ export function parseMcpConfig(
     // disable exactly the servers whose credentials they do not have.
     const resolveRefs = !disabled;
     const str = (value: string, field: PathPart[]): string =>
-      resolveRefs ? resolveEnvRefs(value, env, [...at, ...field], problems) : value;
+      resolveRefs ? resolveEnvRefs(value, refs, [...at, ...field]) : value;
     const base = {
       name,
       disabled,
@@ -294,7 +313,7 @@ export function parseMcpConfig(
         ...base,
         kind: 'http',
         url,
-        headers: resolveRecord(data.headers, env, [...at, 'headers'], problems, resolveRefs),
+        headers: resolveRecord(data.headers, refs, [...at, 'headers'], resolveRefs),
         transport,
         forwardUserToken: data.forwardUserToken ?? false,
       };
@@ -305,7 +324,7 @@ export function parseMcpConfig(
         kind: 'stdio',
         command: data.command,
         args: (data.args ?? []).map((arg, i) => str(arg, ['args', i])),
-        env: resolveRecord(data.env, env, [...at, 'env'], problems, resolveRefs),
+        env: resolveRecord(data.env, refs, [...at, 'env'], resolveRefs),
         cwd,
       };
     }

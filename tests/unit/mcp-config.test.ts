@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -175,10 +176,38 @@ describe('loadMcpConfig', () => {
   });
 
   it('rejects a document without mcpServers', () => {
-    expect(configError(() => parseMcpConfig({ servers: {} }, {}, dir, 'mcp.json'))).toBe(
+    // (A `servers` document is VS Code's shape, accepted since issue 10: see the VS Code test below.)
+    expect(configError(() => parseMcpConfig({ tools: {} }, {}, dir, 'mcp.json'))).toBe(
       'mcp.json: mcpServers: expected object (missing)',
     );
     expect(configError(() => parseMcpConfig([], {}, dir, 'mcp.json'))).toBe('mcp.json: (root): expected a JSON object, got array');
+  });
+
+  it("loads VS Code's shape: `servers` with `type`, `${input:}` from the environment, `${workspaceFolder}`", () => {
+    const config = parseMcpConfig(
+      {
+        inputs: [{ type: 'promptString', id: 'github-token', description: 'GitHub token', password: true }],
+        servers: {
+          github: { type: 'http', url: 'https://api.example.com/mcp/', headers: { Authorization: 'Bearer ${input:github-token}' } },
+          legacy: { type: 'sse', url: 'https://old.example.com/sse' },
+          files: { type: 'stdio', command: 'node', args: ['${workspaceFolder}/server.js'], env: { HOME_DIR: '${userHome}' } },
+        },
+      },
+      { GITHUB_TOKEN: 'gh-secret' },
+      dir,
+      'mcp.json',
+    );
+    expect(config.mcpServers['github']).toMatchObject({ kind: 'http', transport: 'auto', headers: { Authorization: 'Bearer gh-secret' } });
+    expect(config.mcpServers['legacy']).toMatchObject({ kind: 'http', transport: 'sse' });
+    expect(config.mcpServers['files']).toMatchObject({ kind: 'stdio', args: [`${dir}/server.js`], env: { HOME_DIR: os.homedir() } });
+
+    const missing = configError(() =>
+      parseMcpConfig({ servers: { github: { type: 'http', url: 'https://x.test/mcp', headers: { A: '${input:github-token}' } } } }, {}, dir, 'mcp.json'),
+    );
+    expect(missing).toBe('mcp.json: servers.github.headers.A: input "github-token": set environment variable "GITHUB_TOKEN"');
+    expect(configError(() => parseMcpConfig({ servers: {}, mcpServers: {} }, {}, dir, 'mcp.json'))).toBe(
+      'mcp.json: (root): expected either "mcpServers" or "servers" (VS Code), not both',
+    );
   });
 
   it('reports every problem at once, one per line', () => {
