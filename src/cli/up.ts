@@ -1,12 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadEnvConfig, loadHostConfig } from '../config';
+import { crossCheck } from '../config/cross-check';
+import { localHostConfig, localPolicy, localPolicyWarning } from '../config/local-mode';
+import { loadPolicyFile, PolicyError } from '../config/policy';
+import { loadMcpConfig, McpConfigError } from '../mcp/config';
 import { type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
 
 /**
- * `npm start`: the whole system on one machine. Temporal dev server (state in .data/temporal.db),
- * the demo model unless LLM_BASE_URL is set, the worker (which spawns the stdio MCP servers) and the
- * API. Ctrl-C stops everything in reverse order.
+ * `npm start [-- --config my-mcp.json]`: the whole system on one machine. Temporal dev server (state
+ * in .data/temporal.db), the demo model unless LLM_BASE_URL is set, the worker (which spawns the stdio
+ * MCP servers) and the API. With `--config` (or MCP_CONFIG) naming the user's own servers, the example
+ * servers are not started and local-mode defaults replace the school's host config and policy (see
+ * src/config/local-mode.ts). Ctrl-C stops everything in reverse order.
  */
 const root = path.resolve(__dirname, '..', '..', '..');
 const dist = path.join(root, 'dist');
@@ -26,7 +34,57 @@ function prefixed(name: string): (line: string) => void {
   return (line) => process.stdout.write(`[${name}] ${line}\n`);
 }
 
+const EXAMPLE_MCP_CONFIG = path.join(root, 'examples', 'mcp.json');
+/** Where this run keeps its state (Temporal's database, the dev JWT secret, the examples' data, the audit log). */
+const dataDir = process.env.DATA_DIR ? path.resolve(root, process.env.DATA_DIR) : path.join(root, '.data');
+
+/** `--config <file>`, relative to where `npm start` was typed (npm runs scripts from the package root). */
+function configArgument(): string | undefined {
+  try {
+    const { values } = parseArgs({ args: process.argv.slice(2), options: { config: { type: 'string' } } });
+    return values.config === undefined ? undefined : path.resolve(process.env.INIT_CWD ?? process.cwd(), values.config);
+  } catch (err) {
+    process.stderr.write(`up: ${err instanceof Error ? err.message : String(err)}\nusage: npm start [-- --config my-mcp.json]\n`);
+    process.exit(2);
+  }
+}
+
+/**
+ * The user's own servers: local-mode host config and policy unless theirs are named, and a warning
+ * that says who may use what. Returns the lines to print.
+ */
+function prepareOwnServers(env: NodeJS.ProcessEnv, mcpConfig: string): string[] {
+  const servers = Object.keys(loadMcpConfig(mcpConfig, env).mcpServers);
+  const dir = path.join(dataDir, 'local');
+  mkdirSync(dir, { recursive: true });
+  const lines = [`MCP servers: ${mcpConfig} (${servers.join(', ') || 'none'}); the example servers are not started`];
+  if (!env.HOST_CONFIG) {
+    env.HOST_CONFIG = path.join(dir, 'host.json');
+    writeFileSync(env.HOST_CONFIG, `${JSON.stringify(localHostConfig(servers), null, 2)}\n`);
+    lines.push(`host config: ${env.HOST_CONFIG} (no context to read; set HOST_CONFIG for your own)`);
+  }
+  if (!env.POLICY_FILE) {
+    env.POLICY_FILE = path.join(dir, 'policy.json');
+    writeFileSync(env.POLICY_FILE, `${JSON.stringify(localPolicy(servers), null, 2)}\n`);
+    lines.push(localPolicyWarning(servers));
+  }
+  return lines;
+}
+
+/** Names in the host config and policy that match no configured server, one warning each. */
+function crossCheckFiles(env: NodeJS.ProcessEnv): string[] {
+  const cfg = loadEnvConfig(env);
+  return crossCheck({
+    servers: Object.keys(loadMcpConfig(cfg.MCP_CONFIG, env).mcpServers),
+    host: loadHostConfig(cfg.HOST_CONFIG),
+    policy: loadPolicyFile(cfg.POLICY_FILE),
+    hostSource: cfg.HOST_CONFIG,
+    policySource: cfg.POLICY_FILE,
+  });
+}
+
 async function main(): Promise<void> {
+  const ownConfig = configArgument();
   const procs: ManagedProcess[] = [];
   let stopping = false;
   const stopAll = async (code: number) => {
@@ -60,14 +118,19 @@ async function main(): Promise<void> {
 
   try {
     const env: NodeJS.ProcessEnv = { ...process.env };
+    if (ownConfig) env.MCP_CONFIG = ownConfig;
+    env.AUDIT_LOG ??= path.join(dataDir, 'audit.jsonl');
+    const own = env.MCP_CONFIG !== undefined && env.MCP_CONFIG !== '' && path.resolve(root, env.MCP_CONFIG) !== EXAMPLE_MCP_CONFIG;
+    const notes = own ? prepareOwnServers(env, path.resolve(root, env.MCP_CONFIG as string)) : [];
+
     let uiUrl = 'n/a (external Temporal)';
     if (!env.TEMPORAL_ADDRESS) {
       const cli = env.TEMPORAL_CLI;
       if (!cli) throw new Error('TEMPORAL_CLI is not set; run through `npm start`, which provides it');
-      mkdirSync(path.join(root, '.data'), { recursive: true });
+      mkdirSync(dataDir, { recursive: true });
       const temporal = await startTemporalDevServer({
         cli,
-        dbFile: path.join(root, '.data', 'temporal.db'),
+        dbFile: path.join(dataDir, 'temporal.db'),
         port: envPort('TEMPORAL_PORT', 7233),
         uiPort: envPort('TEMPORAL_UI_PORT', 8233),
         onLine: prefixed('temporal'),
@@ -77,9 +140,9 @@ async function main(): Promise<void> {
       uiUrl = temporal.uiUrl ?? uiUrl;
     }
 
-    // Local use signs tokens with a dev secret kept (owner-readable only) under .data/.
+    // Local use signs tokens with a dev secret kept (owner-readable only) in the data directory.
     if (!env.JWT_SECRET && !env.JWT_JWKS_URL) {
-      const file = path.join(root, '.data', 'dev-jwt-secret');
+      const file = path.join(dataDir, 'dev-jwt-secret');
       mkdirSync(path.dirname(file), { recursive: true });
       if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
       env.JWT_SECRET = readFileSync(file, 'utf8').trim();
@@ -104,20 +167,23 @@ async function main(): Promise<void> {
     }
 
     // The example payments server speaks Streamable HTTP, so it runs beside the worker, not under it.
-    if (!env.PAYMENTS_SERVER_URL) {
+    if (!own && !env.PAYMENTS_SERVER_URL) {
       const { proc, match } = await spawnManaged(
         'payments',
         process.execPath,
         [
           path.join(dist, 'examples/servers/school/payments-server.js'),
           '--http', '--port', String(envPort('PAYMENTS_PORT', 4020)),
-          '--data', path.join(root, '.data', 'school.json'),
+          '--data', path.join(dataDir, 'school.json'),
         ],
         { env, cwd: root, readyLine: /^PAYMENTS_SERVER_URL=(\S+)/, onLine: prefixed('payments') },
       );
       watch(proc);
       env.PAYMENTS_SERVER_URL = match?.[1];
     }
+
+    for (const line of notes) process.stdout.write(`up: ${line}\n`);
+    for (const problem of crossCheckFiles(env)) process.stdout.write(`up: warning: ${problem}\n`);
 
     // Live text goes from the worker's LLM calls straight to the API (not through history); the
     // secret is per run unless one is configured.
@@ -158,7 +224,7 @@ async function main(): Promise<void> {
         '  TOKEN=$(npm run -s token -- --role admin)',
         '',
         'Try:',
-        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"text":"Process payment for student Bob\\u0027s invoice"}'`,
+        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '${JSON.stringify({ text: own ? 'What can you do?' : "Process payment for student Bob's invoice" }).replace(/'/g, '\\u0027')}'`,
         `  curl -N -H "authorization: Bearer $TOKEN" ${apiUrl}/v1/turns/<turnId>/events`,
         '',
         'Press Ctrl-C to stop.',
@@ -167,7 +233,8 @@ async function main(): Promise<void> {
     );
   } catch (err) {
     process.stderr.write(`up: ${err instanceof Error ? err.message : String(err)}\n`);
-    await stopAll(1);
+    const badConfig = err instanceof ConfigError || err instanceof McpConfigError || err instanceof PolicyError;
+    await stopAll(badConfig ? 2 : 1);
   }
 }
 

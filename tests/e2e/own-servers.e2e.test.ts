@@ -1,0 +1,79 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { mintDevToken } from '../../src/api/auth';
+import { freePort, type ManagedProcess, spawnManaged } from '../../src/cli/processes';
+import { bearer, getJson, postMessage, readSse } from '../helpers/http';
+import { DIST, EVERYTHING_SERVER, requireBuild, ROOT, temporalCli } from '../helpers/system';
+
+/**
+ * `npm start -- --config <file>` with a pasted Claude Desktop file that names one server of the
+ * user's own: the whole stack starts (through the same launcher as `npm start`), the example servers
+ * and their context stay out of it, and the printed local-mode policy lets the demo roles use it.
+ */
+let dir: string;
+let up: ManagedProcess;
+let apiUrl: string;
+
+beforeAll(async () => {
+  requireBuild();
+  dir = mkdtempSync(path.join(tmpdir(), 'dmh-own-'));
+  const config = path.join(dir, 'claude_desktop_config.json');
+  writeFileSync(config, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] } } }));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_CLI: temporalCli(),
+    DATA_DIR: path.join(dir, 'data'),
+    TEMPORAL_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    DEMO_MODEL_PORT: String(await freePort()),
+    API_PORT: String(await freePort()),
+    INIT_CWD: dir,
+  };
+  for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL']) delete env[name];
+  const started = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js'), '--config', 'claude_desktop_config.json'], {
+    env,
+    cwd: ROOT,
+    readyLine: /API:\s+(http\S+)/,
+    readyTimeoutMs: 90_000,
+  });
+  up = started.proc;
+  apiUrl = started.match?.[1] ?? '';
+}, 120_000);
+
+afterAll(async () => {
+  await up?.stop(30_000);
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+async function token(role: 'admin' | 'teacher' | 'student'): Promise<string> {
+  const secret = readFileSync(path.join(dir, 'data', 'dev-jwt-secret'), 'utf8').trim();
+  return await mintDevToken({ secret, sub: `u-${role}`, role, tenant: 'demo', scopes: [] });
+}
+
+test('the launcher says which servers, host config and policy it uses, and starts no example server', () => {
+  const out = up.output();
+  expect(out).toContain('up: MCP servers:');
+  expect(out).toContain('(everything); the example servers are not started');
+  expect(out).toMatch(/up: policy: LOCAL MODE: the demo roles \(admin, teacher, student\) may use every tool of everything/);
+  expect(out).not.toContain('[payments]');
+  // The local-mode host config and policy match the configured servers: nothing to warn about.
+  expect(out).not.toContain('up: warning:');
+});
+
+test('a non-admin role sees and uses the pasted server; a turn reads no school context', async () => {
+  const headers = bearer(await token('student'));
+  const tools = await getJson(`${apiUrl}/v1/tools`, headers);
+  expect(tools.status).toBe(200);
+  const names: string[] = tools.body.tools.map((t: { name: string }) => t.name);
+  expect(names.length).toBeGreaterThan(0);
+  expect(names.every((n) => n.startsWith('everything__'))).toBe(true);
+  expect(tools.body.servers.map((s: { server: string }) => s.server)).toEqual(['everything']);
+
+  const post = await postMessage(apiUrl, 'own-1', 'hello', headers);
+  expect(post.status).toBe(202);
+  const events = await readSse(`${apiUrl}${post.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  const notices = events.filter((e) => e.event === 'notice').map((e) => e.data);
+  expect(JSON.stringify(notices)).not.toContain('context_unavailable');
+});
