@@ -49,7 +49,13 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown());
   process.once('SIGINT', () => void shutdown());
 
-  const address = await app.listen({ host: env.API_HOST, port: env.API_PORT });
+  let address: string;
+  try {
+    address = await app.listen({ host: env.API_HOST, port: env.API_PORT });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    throw new ConfigError(`port ${env.API_PORT} on ${env.API_HOST} is in use: set API_PORT to another port`);
+  }
   process.stdout.write(`API_URL=${address}\n`);
 }
 

@@ -20,6 +20,16 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** Whether `port` can be listened on now (false when another process holds it). */
+export async function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
+  });
+}
+
 export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -7,7 +7,7 @@ import { crossCheck } from '../config/cross-check';
 import { localHostConfig, localPolicy, localPolicyWarning } from '../config/local-mode';
 import { loadPolicyFile, PolicyError } from '../config/policy';
 import { loadMcpConfig, McpConfigError } from '../mcp/config';
-import { type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
+import { isPortFree, type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
 
 /**
  * `npm start [-- --config my-mcp.json]`: the whole system on one machine. Temporal dev server (state
@@ -28,6 +28,15 @@ function envPort(name: string, fallback: number): number {
     process.exit(2);
   }
   return n;
+}
+
+/** Fails before anything starts when a port this run needs is taken, naming the variable that moves it. */
+async function checkPorts(ports: ReadonlyArray<{ variable: string; port: number; what: string; host?: string }>): Promise<void> {
+  const taken: string[] = [];
+  for (const { variable, port, what, host } of ports) {
+    if (port !== 0 && !(await isPortFree(port, host))) taken.push(`port ${port} (${what}) is in use: set ${variable} to another port`);
+  }
+  if (taken.length) throw new ConfigError(taken.join('\n'));
 }
 
 function prefixed(name: string): (line: string) => void {
@@ -122,6 +131,18 @@ async function main(): Promise<void> {
     env.AUDIT_LOG ??= path.join(dataDir, 'audit.jsonl');
     const own = env.MCP_CONFIG !== undefined && env.MCP_CONFIG !== '' && path.resolve(root, env.MCP_CONFIG) !== EXAMPLE_MCP_CONFIG;
     const notes = own ? prepareOwnServers(env, path.resolve(root, env.MCP_CONFIG as string)) : [];
+    const apiHost = env.API_HOST || '127.0.0.1';
+    await checkPorts([
+      ...(!env.TEMPORAL_ADDRESS
+        ? [
+            { variable: 'TEMPORAL_PORT', port: envPort('TEMPORAL_PORT', 7233), what: 'Temporal dev server; or set TEMPORAL_ADDRESS to use a running Temporal' },
+            { variable: 'TEMPORAL_UI_PORT', port: envPort('TEMPORAL_UI_PORT', 8233), what: 'Temporal web UI' },
+          ]
+        : []),
+      ...(!env.LLM_BASE_URL ? [{ variable: 'DEMO_MODEL_PORT', port: envPort('DEMO_MODEL_PORT', 4010), what: 'demo model' }] : []),
+      ...(!own && !env.PAYMENTS_SERVER_URL ? [{ variable: 'PAYMENTS_PORT', port: envPort('PAYMENTS_PORT', 4020), what: 'example payments server' }] : []),
+      { variable: 'API_PORT', port: envPort('API_PORT', 3000), what: 'API', host: apiHost },
+    ]);
 
     let uiUrl = 'n/a (external Temporal)';
     if (!env.TEMPORAL_ADDRESS) {

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { spawnManaged } from '../../src/cli/processes';
+import { createServer } from 'node:net';
+import { freePort, spawnManaged } from '../../src/cli/processes';
 import { DIST, requireBuild, ROOT } from '../helpers/system';
 
 /** A bad configuration stops the process at start-up with exit code 2 and a message naming the field. */
@@ -12,7 +13,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function run(entry: 'src/worker.js' | 'src/api/main.js', env: NodeJS.ProcessEnv) {
+async function run(entry: 'src/worker.js' | 'src/api/main.js' | 'src/cli/up.js', env: NodeJS.ProcessEnv) {
   const { proc } = await spawnManaged('proc', process.execPath, [path.join(DIST, entry)], {
     env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_MODEL: 'test-model', ...env },
     cwd: ROOT,
@@ -66,4 +67,18 @@ test.each([
   const { code, output } = await run('src/worker.js', env);
   expect(code).toBe(2);
   expect(output).toMatch(pattern);
+});
+
+test('npm start: a port in use stops it before anything starts, naming the variable that moves it', async () => {
+  const held = createServer();
+  await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+  const port = (held.address() as { port: number }).port;
+  try {
+    const { code, output } = await run('src/cli/up.js', { API_PORT: String(port), PAYMENTS_PORT: String(await freePort()), DATA_DIR: path.join(dir, 'up') });
+    expect(code).toBe(2);
+    expect(output).toContain(`port ${port} (API) is in use: set API_PORT to another port`);
+    expect(output).not.toMatch(/\[(payments|worker|api)\]/);
+  } finally {
+    held.close();
+  }
 });
