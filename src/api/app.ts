@@ -1,5 +1,6 @@
 import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import { DEFAULT_REDACTION, redact, type RedactionRules } from '../audit/redact';
 import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import type { LiveTextHub } from '../live/hub';
@@ -7,6 +8,7 @@ import { type Logger, withSafeRequestLog } from '../logger';
 import { frameworkErrorCode, HttpError } from './errors';
 import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
+import { approvalRoutes } from './routes/approvals';
 import { catalogRoutes } from './routes/catalog';
 import { eventRoutes } from './routes/events';
 import { liveIngestRoutes } from './routes/live-ingest';
@@ -26,6 +28,8 @@ export interface AppDeps {
   auth: Authenticator;
   /** The tool policy the gateway hands to turns; the catalog route filters by it. */
   policy: Policy;
+  /** The audit log's redaction rules, applied to tool arguments shown to approvers (default: the built-in rules). */
+  redaction?: RedactionRules;
   /** Per-user and per-tenant limits on message submission (requests per minute). */
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
   logger?: Logger | false;
@@ -114,10 +118,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     request.user = await deps.auth.authenticate(fromQuery ? `Bearer ${queryToken}` : request.headers.authorization);
   });
 
-  const service = createTurnService({ gateway: deps.gateway, policy: deps.policy, ...(deps.rateLimits ? { rateLimits: deps.rateLimits } : {}) });
+  const redaction = deps.redaction ?? DEFAULT_REDACTION;
+  const service = createTurnService({
+    gateway: deps.gateway,
+    policy: deps.policy,
+    redactArguments: (args) => redact(args, redaction),
+    ...(deps.rateLimits ? { rateLimits: deps.rateLimits } : {}),
+  });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });
   await app.register(turnRoutes, { service });
+  await app.register(approvalRoutes, { service });
   await app.register(eventRoutes, {
     service,
     gateway: deps.gateway,

@@ -117,11 +117,24 @@ export const ToolCallRecord = z.object({
   server: z.string().optional(),
   tool: z.string().optional(),
   arguments: z.unknown().describe('The arguments, as parsed from the model.'),
-  state: z.enum(TOOL_CALL_STATES),
+  state: z
+    .enum([...TOOL_CALL_STATES, 'awaiting_approval'])
+    .describe('`awaiting_approval`: the call waits for a decision (see `pendingApprovals`).'),
   isError: z.boolean().optional(),
   result: z.string().optional().describe('Result text, truncated for the record.'),
   startedAt: DateTime,
   finishedAt: DateTime.optional(),
+});
+
+/** A tool call waiting for a person's decision: what it would do, and until when it waits. */
+export const PendingApprovalView = z.object({
+  toolCallId: z.string(),
+  name: z.string().describe('The name the LLM used (`server__tool`).'),
+  server: z.string(),
+  tool: z.string(),
+  arguments: z.unknown().describe("The call's arguments, redacted as in the audit log when the reader is not the turn's owner."),
+  requestedAt: DateTime,
+  deadline: DateTime.describe("When the policy's timeout denies the call if nobody decided."),
 });
 
 export const TurnView = z.object({
@@ -133,8 +146,24 @@ export const TurnView = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   steps: z.number().int().nonnegative().describe('LLM calls so far.'),
   lastEventId: z.number().int().nonnegative().describe('Id of the newest event of the /events stream (0: none yet).'),
+  pendingApprovals: z.array(PendingApprovalView).optional().describe('Calls waiting for a decision (only while the turn is `awaiting_approval`).'),
 });
 export type TurnView = z.output<typeof TurnView>;
+
+/** GET /v1/approvals: decisions waiting for the caller, as owner or as an approver role of the tenant. */
+export const ApprovalsQuery = z.object({
+  state: z.enum(['pending']).default('pending').describe('Only pending approvals are listed; decided ones are in the turns and the audit log.'),
+});
+export const ApprovalsInbox = z.object({
+  approvals: z.array(
+    PendingApprovalView.extend({
+      turnId: z.string(),
+      sessionId: z.string(),
+      owner: z.string().describe("The id of the user whose turn it is."),
+      decideUrl: z.string().describe('`/v1/turns/{turnId}/approvals/{toolCallId}`'),
+    }),
+  ),
+});
 
 /** GET /v1/sessions/:sessionId/messages (`TranscriptMessage` of src/shared/session.ts for the items). */
 export const SessionMessages = z.object({

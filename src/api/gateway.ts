@@ -23,6 +23,7 @@ import {
   submitMessageUpdate,
   TENANT_ID_SEARCH_ATTRIBUTE,
   TenantIdKey,
+  TURN_WORKFLOW_TYPE,
   USER_ID_SEARCH_ATTRIBUTE,
   UserIdKey,
   turnStateQuery,
@@ -66,6 +67,8 @@ export interface TurnGateway {
   getTurn(turnId: string, afterEventId?: number, opts?: { likelyRunning?: boolean }): Promise<TurnState | null>;
   catalog(): Promise<Catalog>;
   temporalHealth(): Promise<{ ok: boolean; error?: string }>;
+  /** The tenant's running turns that wait for an approval (at most `limit`, newest first). */
+  awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
 }
 
 export interface GatewayOptions {
@@ -238,6 +241,28 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       const state =
         status === 'RUNNING' ? await handle.query(turnStateQuery, afterEventId) : await finalState(turnId, status, owner);
       return afterEventId ? { ...state, events: state.events.filter((e) => e.id > afterEventId) } : state;
+    },
+
+    async awaitingApproval(tenant, limit) {
+      // Visibility is eventually consistent: a turn that began waiting a moment ago may be missing.
+      // Tenants are names (NAME_PATTERN, checked when the token is read); anything else cannot be quoted safely.
+      if (!/^[a-zA-Z0-9_.-]{1,64}$/.test(tenant)) return [];
+      const query = `WorkflowType = '${TURN_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${tenant}'`;
+      const ids: string[] = [];
+      for await (const wf of client.workflow.list({ query, pageSize: Math.min(limit * 2, 1000) })) {
+        ids.push(wf.workflowId);
+        if (ids.length >= limit * 2) break;
+      }
+      const states = await Promise.all(
+        ids.map(async (id) => {
+          try {
+            return await client.workflow.getHandle(id).query(turnStateQuery);
+          } catch {
+            return undefined; // finished meanwhile, or no worker to answer: not waiting for anyone now
+          }
+        }),
+      );
+      return states.filter((s): s is TurnState => s?.status === 'awaiting_approval').slice(0, limit);
     },
 
     async catalog() {

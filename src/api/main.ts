@@ -6,6 +6,7 @@ import { createAuthenticator, loadAuthConfig } from './auth';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
 import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
+import { loadRedactionRules } from '../audit/redact';
 
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
@@ -32,6 +33,8 @@ async function main(): Promise<void> {
     }),
     auth,
     policy,
+    // Approvers see other users' tool arguments as the audit log shows them.
+    ...(env.AUDIT_REDACTION ? { redaction: await loadRedactionRules(env.AUDIT_REDACTION) } : {}),
     rateLimits: { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN },
     logger,
     maxMessageChars: env.MAX_MESSAGE_CHARS,

@@ -15,6 +15,8 @@ import { z } from 'zod';
 import {
   ApprovalBody,
   ApprovalDecided,
+  ApprovalsInbox,
+  ApprovalsQuery,
   ApprovalParams,
   CancelAccepted,
   CatalogSchema,
@@ -176,7 +178,9 @@ export const routeSchemas = {
   getTurn: {
     operationId: 'getTurn',
     summary: 'A turn',
-    description: "The turn's status, answer, tool calls and error. Only the turn's owner sees it; anyone else gets `404`.",
+    description:
+      "The turn's status, answer, tool calls (a call waiting for a decision shows as `awaiting_approval`, and `pendingApprovals` lists it with its deadline) and error. " +
+      "The turn's owner sees it, and so does a role in `approval.approverRoles` of the same tenant once the turn asked for a decision (with tool arguments redacted as in the audit log); anyone else gets `404`.",
     tags: ['turns'],
     params: fromZod(TurnParams, 'input'),
     response: {
@@ -239,6 +243,20 @@ export const routeSchemas = {
         ...fromZod(ApprovalDecided),
       },
       ...errors([400, 401, 404, 409, 414, 415, 503], { 409: '`already_decided`: the tool call was already decided.' }),
+    },
+  },
+  listApprovals: {
+    operationId: 'listApprovals',
+    summary: 'Approvals inbox',
+    description:
+      "Tool calls waiting for a decision the caller may take: those of the caller's own turns and, for a role in `approval.approverRoles`, " +
+      "every turn of the caller's tenant; soonest deadline first. Arguments of other users' calls are redacted as in the audit log. " +
+      'Decide with `POST decideUrl`.',
+    tags: ['turns'],
+    querystring: fromZod(ApprovalsQuery, 'input'),
+    response: {
+      200: { ...fromZod(ApprovalsInbox), description: 'The pending approvals.' },
+      ...errors([400, 401, 503]),
     },
   },
   listTools: {

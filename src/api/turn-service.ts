@@ -6,12 +6,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { z } from 'zod';
-import { filterCatalog } from '../core/policy';
+import { canApprove, filterCatalog } from '../core/policy';
 import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import { turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
-import type { Health, SessionMessages, TurnView } from './contract';
+import type { ApprovalsInbox, Health, PendingApprovalView, SessionMessages, TurnView } from './contract';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
 import { SYSTEM_MESSAGES } from './system-messages';
@@ -20,6 +20,8 @@ export interface TurnServiceOptions {
   gateway: TurnGateway;
   /** The tool policy the turns enforce: the catalog shows each caller what their model would see. */
   policy: Policy;
+  /** Redacts tool arguments shown to anyone but the turn's owner (an approver): the audit log's rules. */
+  redactArguments: (args: unknown) => unknown;
   /** Per-user and per-tenant limits on message submission (requests per minute). */
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
 }
@@ -46,19 +48,60 @@ export type TurnService = ReturnType<typeof createTurnService>;
 export const ownedBy = (state: TurnState, user: UserContext): boolean =>
   Boolean(state.owner && state.owner.id === user.id && state.owner.tenant === user.tenant);
 
-/** The public view of a turn (ARCHITECTURE.md §9); events are served by the /events stream. */
-export function turnView(state: TurnState): TurnView {
+/** Owners read their turns; an approver role of the same tenant reads the turns that asked for a decision. */
+export const readableBy = (state: TurnState, user: UserContext, policy: Policy): boolean =>
+  ownedBy(state, user) ||
+  Boolean(state.owner && state.owner.tenant === user.tenant && state.approvals?.length && canApprove(policy, user, state.owner.id));
+
+type PendingView = z.output<typeof PendingApprovalView>;
+
+/** The calls of `state` waiting for a decision, with when they were asked and until when they wait. */
+export function pendingApprovals(state: TurnState, timeoutMs: number, redactArguments: (args: unknown) => unknown): PendingView[] {
+  return (state.approvals ?? [])
+    .filter((a) => a.state === 'pending')
+    .map((a) => {
+      const asked = state.events.find((e) => e.type === 'approval_required' && e.data['toolCallId'] === a.toolCallId)?.at;
+      const requestedAt = asked ?? new Date().toISOString();
+      return {
+        toolCallId: a.toolCallId,
+        name: a.name,
+        server: a.server,
+        tool: a.tool,
+        arguments: redactArguments(a.arguments),
+        requestedAt,
+        deadline: new Date(Date.parse(requestedAt) + timeoutMs).toISOString(),
+      };
+    });
+}
+
+/**
+ * The public view of a turn (ARCHITECTURE.md §9); events are served by the /events stream. A reader
+ * other than the owner (an approver) sees arguments redacted as in the audit log.
+ */
+export function turnView(state: TurnState, opts: { approvalTimeoutMs?: number; redactArguments?: (args: unknown) => unknown } = {}): TurnView {
+  const redactArgs = opts.redactArguments ?? ((args: unknown) => args);
+  const pending = pendingApprovals(state, opts.approvalTimeoutMs ?? 0, redactArgs);
+  const waiting = new Set(pending.map((p) => p.toolCallId));
   return {
     turnId: state.turnId,
     sessionId: state.sessionId,
     status: state.status,
     ...(state.text !== undefined ? { text: state.text } : {}),
-    toolCalls: state.toolCalls,
+    toolCalls: state.toolCalls.map((c) => ({
+      ...c,
+      arguments: redactArgs(c.arguments),
+      ...(waiting.has(c.id) && c.state === 'running' ? { state: 'awaiting_approval' as const } : {}),
+    })),
     ...(state.error ? { error: state.error } : {}),
     steps: state.steps,
     lastEventId: state.events.at(-1)?.id ?? 0,
+    ...(pending.length ? { pendingApprovals: pending } : {}),
   };
 }
+
+/** The policy's approval timeout; the workflow uses the same default. */
+const approvalTimeoutMs = (policy: Policy): number => policy.approval?.timeoutMs ?? 300_000;
+const INBOX_LIMIT = 100;
 
 export function createTurnService(opts: TurnServiceOptions) {
   const { gateway } = opts;
@@ -72,7 +115,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     const state = await unavailableOnError(() =>
       gateway.getTurn(turnId, read.after, read.likelyRunning ? { likelyRunning: true } : undefined),
     );
-    if (!state || !ownedBy(state, user)) throw notFound(`turn ${turnId}`);
+    if (!state || !readableBy(state, user, opts.policy)) throw notFound(`turn ${turnId}`);
     return state;
   };
 
@@ -122,6 +165,8 @@ export function createTurnService(opts: TurnServiceOptions) {
     /** 404 if not the caller's, 409 once finished. */
     async cancel(user: UserContext, turnId: string): Promise<void> {
       const state = await turn(user, turnId);
+      // An approver may read the turn, not steer it.
+      if (!ownedBy(state, user)) throw notFound(`turn ${turnId}`);
       if (TERMINAL_STATUSES.includes(state.status)) {
         throw new HttpError(409, 'already_finished', `turn ${turnId} is already ${state.status}`);
       }
@@ -132,7 +177,30 @@ export function createTurnService(opts: TurnServiceOptions) {
     turn,
 
     async view(user: UserContext, turnId: string): Promise<TurnView> {
-      return turnView(await turn(user, turnId));
+      const state = await turn(user, turnId);
+      return turnView(state, {
+        approvalTimeoutMs: approvalTimeoutMs(opts.policy),
+        ...(ownedBy(state, user) ? {} : { redactArguments: opts.redactArguments }),
+      });
+    },
+
+    /** Pending decisions the caller may take: their own turns', and, for approver roles, the tenant's. */
+    async approvals(user: UserContext): Promise<z.output<typeof ApprovalsInbox>> {
+      const states = await unavailableOnError(() => gateway.awaitingApproval(user.tenant, INBOX_LIMIT));
+      const approvals = states
+        .filter((s) => s.owner && s.owner.tenant === user.tenant && canApprove(opts.policy, user, s.owner.id))
+        .flatMap((s) => {
+          const redactArgs = ownedBy(s, user) ? (args: unknown) => args : opts.redactArguments;
+          return pendingApprovals(s, approvalTimeoutMs(opts.policy), redactArgs).map((p) => ({
+            ...p,
+            turnId: s.turnId,
+            sessionId: s.sessionId,
+            owner: s.owner?.id ?? '',
+            decideUrl: `/v1/turns/${s.turnId}/approvals/${p.toolCallId}`,
+          }));
+        })
+        .sort((a, b) => a.deadline.localeCompare(b.deadline));
+      return { approvals };
     },
 
     async hasSession(user: UserContext, sessionId: string): Promise<boolean> {

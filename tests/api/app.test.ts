@@ -65,6 +65,9 @@ function fakeGateway(): TurnGateway & {
     async temporalHealth() {
       return g.down ? { ok: false, error: 'down' } : { ok: true };
     },
+    async awaitingApproval(tenant: string) {
+      return [...turns.values()].filter((t) => t.owner?.tenant === tenant && t.status === 'awaiting_approval');
+    },
   };
   return g;
 }

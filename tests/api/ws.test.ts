@@ -107,6 +107,9 @@ function fakeGateway(stepMs = 10) {
     async decideApproval(): Promise<ApprovalOutcome> {
       return { kind: 'not_pending' };
     },
+    async awaitingApproval() {
+      return [];
+    },
     async catalog(): Promise<Catalog> {
       return { tools: [], servers: [] };
     },

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { SignJWT } from 'jose';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { verifyAuditLog } from '../../src/audit';
-import { bearer, getJson, postJson, postMessage, readSse, type SseEvent } from '../helpers/http';
+import { bearer, getJson, postJson, postMessage, readSse, waitFor, type SseEvent } from '../helpers/http';
 import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
 import { JWT_AUDIENCE, JWT_ISSUER, ROOT } from '../helpers/system';
 import { loadPolicyFile } from '../../src/config/policy';
@@ -141,6 +141,26 @@ test('durable approval: the turn waits, the wrong people cannot decide, the owne
   const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { headers: admin, timeoutMs: 60_000 });
   expect(events.at(-1)?.event).toBe('done');
   expect(sys.store().users.filter((u) => u.name === 'Ada Approved')).toHaveLength(1);
+});
+
+test("approvals inbox: another admin of the tenant sees the waiting call, reads the turn and approves it; the teacher's inbox is empty", async () => {
+  const owner = bearer(await sys.token({ sub: 'u-ann', role: 'admin', tenant: 'demo', scopes: ['admin.super'] }));
+  const post = await postMessage(sys.apiUrl, 'inbox', 'Add a teacher named Ivy Inbox', owner);
+  await until(post.body.turnId, owner, (e) => e.event === 'approval_required');
+  const listed = await waitFor(async () => {
+    const inbox = await getJson(`${sys.apiUrl}/v1/approvals`, admin);
+    return inbox.body.approvals.find((a: { turnId: string }) => a.turnId === post.body.turnId);
+  }, 3_000);
+  expect(listed).toMatchObject({ owner: 'u-ann', name: 'admin__add_user', arguments: { name: 'Ivy Inbox', role: 'teacher' } });
+  expect(Date.parse(listed.deadline) - Date.parse(listed.requestedAt)).toBe(4_000);
+  expect((await getJson(`${sys.apiUrl}/v1/approvals`, teacher)).body.approvals).toEqual([]);
+  const view = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`, admin)).body;
+  expect(view.toolCalls).toEqual([expect.objectContaining({ name: 'admin__add_user', state: 'awaiting_approval' })]);
+  const ok = await postJson(`${sys.apiUrl}${listed.decideUrl as string}`, { approve: true }, admin);
+  expect(ok.body.decision).toBe('approved');
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { headers: owner, timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  expect(sys.store().users.filter((u) => u.name === 'Ivy Inbox')).toHaveLength(1);
 });
 
 test('a rejected approval and an approval timeout both leave the action undone', async () => {
