@@ -244,6 +244,7 @@ export const Health = z.object({
 
 export const WsMessagePayload = z.object({ text: z.string(), idempotencyKey: IdempotencyKey.optional() }).strict();
 export const WsCancelPayload = z.object({ turnId: TurnId }).strict();
+export const WsApprovePayload = z.object({ turnId: TurnId, toolCallId: ToolCallId, approve: z.boolean() }).strict();
 /** Client frames are told apart by `type` first, so each refusal gets its own code (see routes/websocket.ts). */
 export const WsClientFrame = z.object({ type: z.string(), payload: z.unknown().optional() });
 
@@ -278,6 +279,7 @@ export const WsServerFrame = z.discriminatedUnion('type', [
   frame('text_delta', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), offset: z.number().int(), content: z.string() })),
   frame('text_reset', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), reason: z.string() })),
   frame('pong', z.object({ at: z.string() })),
+  frame('approval', z.object({ turnId: z.string(), toolCallId: z.string(), decision: z.enum(['approved', 'rejected']) })),
   frame('error', z.object({ code: z.string(), message: z.string(), turnId: z.string().optional() })),
 ]);
 export type ServerMessage = z.output<typeof WsServerFrame>;

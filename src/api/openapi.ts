@@ -113,6 +113,9 @@ Frames are JSON text frames \`{ "type", "payload" }\`.
 Client to server:
 - \`{ "type": "message", "payload": { "text": "...", "idempotencyKey"?: "..." } }\`: a message for the session, with
   the rules of \`POST /v1/sessions/{sessionId}/messages\` (length, rate limits, \`session_busy\`, same turn for a repeated key);
+- \`{ "type": "approve", "payload": { "turnId": "...", "toolCallId": "...", "approve": true } }\`: decide a call waiting
+  for approval, under the rules of \`POST /v1/turns/{turnId}/approvals/{toolCallId}\`; answered by
+  \`approval\` \`{ turnId, toolCallId, decision }\` or an \`error\` frame with the same codes;
 - \`{ "type": "cancel", "payload": { "turnId": "..." } }\`: cancel one of the caller's turns;
 - \`{ "type": "ping" }\`: answered by \`{ "type": "pong", "payload": { "at" } }\`.
 

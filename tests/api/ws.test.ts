@@ -104,8 +104,9 @@ function fakeGateway(stepMs = 10) {
       const t = turns.get(turnId);
       if (t) t.held = false;
     },
-    async decideApproval(): Promise<ApprovalOutcome> {
-      return { kind: 'not_pending' };
+    /** `call-ok` is the one call waiting for a decision. */
+    async decideApproval(_turnId: string, input: { toolCallId: string; approve: boolean }): Promise<ApprovalOutcome> {
+      return input.toolCallId === 'call-ok' ? { kind: 'decided', decision: input.approve ? 'approved' : 'rejected' } : { kind: 'not_pending' };
     },
     async awaitingApproval() {
       return [];
@@ -396,6 +397,27 @@ test('cancel: only the owner, and the turn ends cancelled', async () => {
   expect(gateway.cancelled).toEqual([turnId]);
   c.send({ type: 'cancel', payload: { turnId } });
   expect((await c.next((f) => f.type === 'error')).payload.code).toBe('already_finished');
+});
+
+test('approve: a decision over the socket follows the HTTP route\'s rules and is answered by an approval frame', async () => {
+  const { base } = await setup();
+  const c = await connect(`${base}/ws?sessionId=s1`);
+  c.send({ type: 'message', payload: { text: 'hold on' } });
+  const { turnId } = (await c.next((f) => f.type === 'status' && f.payload.message === 'Working on it')).payload;
+  const refusals: Array<[unknown, string]> = [
+    [{ type: 'approve', payload: { turnId } }, 'invalid_message'],
+    [{ type: 'approve', payload: { turnId, toolCallId: 'call-ok', approve: 'yes' } }, 'invalid_message'],
+    [{ type: 'approve', payload: { turnId, toolCallId: 'call-other', approve: true } }, 'not_found'],
+    [{ type: 'approve', payload: { turnId: 'turn-s1-unknown', toolCallId: 'call-ok', approve: true } }, 'not_found'],
+  ];
+  for (const [frame, code] of refusals) {
+    const from = c.frames.length;
+    c.send(frame);
+    expect({ frame, code: (await c.next((f) => f.type === 'error', 3_000, from)).payload.code }).toEqual({ frame, code });
+  }
+  const from = c.frames.length;
+  c.send({ type: 'approve', payload: { turnId, toolCallId: 'call-ok', approve: false } });
+  expect((await c.next((f) => f.type === 'approval', 3_000, from)).payload).toEqual({ turnId, toolCallId: 'call-ok', decision: 'rejected' });
 });
 
 test('a silent connection is terminated; one that answers pings stays', async () => {

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { RawData, WebSocket } from 'ws';
 import type { LiveTextHub } from '../../live/hub';
 import { sessionOfTurn } from '../../shared/ids';
-import { describeProblem, type ServerMessage, WsCancelPayload, WsClientFrame, WsMessagePayload, WsQuery } from '../contract';
+import { describeProblem, type ServerMessage, WsApprovePayload, WsCancelPayload, WsClientFrame, WsMessagePayload, WsQuery } from '../contract';
 import { HttpError } from '../errors';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
@@ -114,6 +114,17 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     return { code: 'internal', message: 'The server could not complete the request.' };
   };
 
+  /** Runs a request for a turn; a refusal is the service's HttpError, anything else means Temporal is unreachable. */
+  const settle = async <T>(turnId: string, what: string, work: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; code: string; message: string }> => {
+    try {
+      return { ok: true, value: await work() };
+    } catch (err) {
+      if (err instanceof HttpError) return { ok: false, ...errorOf(err) };
+      app.log.warn({ err, turnId }, `websocket: ${what} failed`);
+      return { ok: false, code: 'unavailable', message: 'The workflow service is unavailable; try again shortly.' };
+    }
+  };
+
   const onMessage = async (conn: Conn, data: RawData, isBinary: boolean): Promise<void> => {
     conn.meta.lastActiveAt = Date.now();
     const fail = (code: string, message: string, turnId?: string) =>
@@ -166,17 +177,21 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
         const parsed = WsCancelPayload.safeParse(payload);
         if (!parsed.success) return fail('invalid_message', describeProblem('payload', parsed.error));
         const { turnId } = parsed.data;
-        try {
-          await deps.service.cancel(conn.user, turnId);
-        } catch (err) {
-          const e = err instanceof HttpError ? errorOf(err) : { code: 'unavailable', message: 'The workflow service is unavailable; try again shortly.' };
-          if (!(err instanceof HttpError)) app.log.warn({ err, turnId }, 'websocket: cancel failed');
-          return fail(e.code, e.message, turnId);
-        }
+        const done = await settle(turnId, 'cancel', () => deps.service.cancel(conn.user, turnId));
+        if (!done.ok) return fail(done.code, done.message, turnId);
         return send(conn, { type: 'status', payload: { state: 'processing', message: 'Cancelling', turnId, status: 'cancelling' } });
       }
+      case 'approve': {
+        // The rules of POST /v1/turns/:turnId/approvals/:toolCallId: the owner or an approver role decides.
+        const parsed = WsApprovePayload.safeParse(payload);
+        if (!parsed.success) return fail('invalid_message', describeProblem('payload', parsed.error));
+        const { turnId, toolCallId, approve } = parsed.data;
+        const done = await settle(turnId, 'approve', () => deps.service.decideApproval(conn.user, turnId, toolCallId, approve));
+        if (!done.ok) return fail(done.code, done.message, turnId);
+        return send(conn, { type: 'approval', payload: done.value });
+      }
       default:
-        return fail('unknown_type', `Unknown message type ${JSON.stringify(type.slice(0, 40))}; use message, cancel or ping.`);
+        return fail('unknown_type', `Unknown message type ${JSON.stringify(type.slice(0, 40))}; use message, cancel, approve or ping.`);
     }
   };
 
