@@ -161,9 +161,17 @@ const StepSchema = z
   .object({
     text: z.string().optional(),
     toolCalls: z.array(ToolCallSpecSchema).min(1).optional(),
+    /** A template (e.g. `{{json:tool:admin__get_invoice:invoices.0.id}}`) that must resolve for this step to run... */
+    requires: z.string().optional(),
+    /** ...or else the answer is this text, and the script stops (e.g. "nothing to pay"). */
+    otherwise: z.string().optional(),
   })
   .refine((s) => s.text !== undefined || s.toolCalls !== undefined, {
     message: 'a step needs text, toolCalls, or both',
+  })
+  .refine((s) => (s.requires === undefined) === (s.otherwise === undefined), {
+    message: 'give requires and otherwise together',
+    path: ['requires'],
   });
 
 const ScriptSchema = z
@@ -214,6 +222,12 @@ const ScriptSchema = z
     if (script.onToolError !== undefined) check(script.onToolError, ['onToolError']);
     script.steps.forEach((step, i) => {
       if (step.text !== undefined) check(step.text, ['steps', i, 'text']);
+      if (step.otherwise !== undefined) check(step.otherwise, ['steps', i, 'otherwise']);
+      if (step.requires !== undefined) {
+        const whole = WHOLE_TEMPLATE.exec(step.requires);
+        if (!whole) ctx.addIssue({ code: 'custom', path: ['steps', i, 'requires'], message: 'must be one template, e.g. {{json:tool:name:path}}' });
+        else check(step.requires, ['steps', i, 'requires']);
+      }
       step.toolCalls?.forEach((call, j) => {
         const base = ['steps', i, 'toolCalls', j];
         if (call.rawArguments !== undefined) check(call.rawArguments, [...base, 'rawArguments']);
@@ -495,6 +509,12 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
       script: script.name,
       step,
     };
+  }
+
+  // A step whose input is not there (no unpaid invoice) answers instead of calling with `<missing>` arguments.
+  const required = spec.requires === undefined ? undefined : WHOLE_TEMPLATE.exec(spec.requires)?.[1];
+  if (required !== undefined && evaluate(required, ctx) === undefined) {
+    return { ok: true, script: script.name, step, text: renderString(spec.otherwise ?? '', ctx), toolCalls: [], finishReason: 'stop' };
   }
 
   // Hashing only up to the user message keeps ids unique across turns yet stable within a retry.

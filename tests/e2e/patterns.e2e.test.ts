@@ -1,4 +1,4 @@
-import { bearer, getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
+import { bearer, getJson, postJson, postMessage, readSse, type SseEvent } from '../helpers/http';
 import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
 
 /**
@@ -70,11 +70,34 @@ test('pattern 3, multi-server sequence: Bob\'s invoice is paid once, with one tr
   expect(invoice?.transactionId).toBe(txs[0]?.id);
   expect(after.outbox.filter((m) => m.to === 'bob@school.example' && m.subject.includes(invoice?.id ?? '?'))).toHaveLength(1);
 
-  // Asking again charges nothing: the invoice is already paid.
+  // Asking again charges nothing: the invoice is already paid, and the answer says so (issue 10: it
+  // used to be "I stopped because a step failed" after an argument error).
   const again = await turn("Process payment for student Bob's invoice");
   expect(again.state.status).toBe('completed');
-  expect(again.state.text).toMatch(/I stopped because a step failed/);
+  expect(again.state.text).toBe('Bob Brown has no unpaid invoice: nothing to pay, and nothing was charged.');
+  expect(again.state.toolCalls.map((c) => c.name)).toEqual(['admin__find_user', 'admin__get_invoice']);
   expect(sys.store().transactions.filter((t) => t.invoiceId === invoice?.id)).toHaveLength(1);
+});
+
+test('a refund waits for approval (the policy says so), then runs once; asked again there is nothing to refund', async () => {
+  const store = sys.store();
+  const carolId = store.users.find((u) => u.name === 'Carol Chen')?.id;
+  const txId = store.invoices.find((i) => i.userId === carolId && i.status === 'paid')?.transactionId as string;
+  expect(txId).toEqual(expect.any(String));
+  // Its own session: a turn waiting for approval holds back the turns queued behind it in its session.
+  const post = await postMessage(sys.apiUrl, 'refunds', "Refund Carol's payment");
+  const waiting = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000, stopAfter: (e) => e.event === 'approval_required' });
+  const asked = waiting.find((e) => e.event === 'approval_required');
+  expect(asked?.data).toMatchObject({ name: 'payments__refund_payment', arguments: { transactionId: txId } });
+  expect(sys.store().transactions.find((t) => t.id === txId)?.status).toBe('succeeded');
+  const decided = await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/approvals/${asked?.data.toolCallId as string}`, { approve: true });
+  expect(decided.body.decision).toBe('approved');
+  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  expect(sys.store().transactions.find((t) => t.id === txId)?.status).toBe('refunded');
+
+  const again = await turn("Refund Carol's payment");
+  expect(again.state.text).toBe('Carol Chen has no paid invoice: nothing to refund.');
 });
 
 test('pattern 4, fan-out/fan-in: a status report from context gathered from several servers in parallel', async () => {

@@ -381,3 +381,35 @@ test('onToolError answers as soon as a tool result is an error', () => {
   ]);
   expect(out).toMatchObject({ ok: true, text: 'stopped: Error: no unpaid invoice', toolCalls: [] });
 });
+
+test('a step whose required value is missing answers with its otherwise text instead of calling with <missing> arguments', () => {
+  const rules = parseDemoRules({
+    scripts: [
+      {
+        name: 'pay',
+        match: 'pay (\\w+)',
+        steps: [
+          { toolCalls: [{ name: 'admin__get_invoice', arguments: { user: '{{match.1}}' } }] },
+          {
+            requires: '{{json:tool:admin__get_invoice:invoices.0.id}}',
+            otherwise: '{{match.1}} has nothing to pay.',
+            toolCalls: [{ name: 'payments__pay', arguments: { invoiceId: '{{json:tool:admin__get_invoice:invoices.0.id}}' } }],
+          },
+        ],
+      },
+    ],
+  });
+  const turnWith = (result: string) =>
+    answer(rules, [
+      { role: 'user', content: 'pay bob' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'x', function: { name: 'admin__get_invoice', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'x', content: result },
+    ]);
+  expect(turnWith('{"invoices":[]}')).toMatchObject({ ok: true, text: 'bob has nothing to pay.', toolCalls: [], finishReason: 'stop' });
+  const paying = turnWith('{"invoices":[{"id":"INV-1"}]}');
+  expect(paying).toMatchObject({ ok: true, finishReason: 'tool_calls' });
+  expect(paying.ok && paying.toolCalls[0]?.arguments).toBe('{"invoiceId":"INV-1"}');
+
+  expect(() => parseDemoRules({ scripts: [{ name: 's', match: 'x', steps: [{ text: 'a', requires: '{{user}}' }] }] })).toThrow(/requires and otherwise together/);
+  expect(() => parseDemoRules({ scripts: [{ name: 's', match: 'x', steps: [{ text: 'a', requires: 'not a template', otherwise: 'b' }] }] })).toThrow(/one template/);
+});
