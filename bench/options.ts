@@ -1,0 +1,110 @@
+/** Command-line options of the bench, its sections and the targets it reports against (never enforces). */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from '../tests/helpers/system';
+
+export const TARGETS = { addedPerStepP50Ms: 5, durableTurnsPerSecond: 50, pooledSpeedup: 50, firstSseEventP50Ms: 30, addedTtftP50Ms: 50 };
+export const SESSION = 'bench';
+export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'throughput'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface Options {
+  turns: number;
+  warmup: number;
+  total: number;
+  levels: number[];
+  workers: number;
+  pooled: number;
+  perCall: number;
+  apiTurns: number;
+  streamTurns: number;
+  streamWarmup: number;
+  streamHistoryTurns: number;
+  chunkDelayMs: number;
+  budgetS: number;
+  sections: Section[];
+  out: string;
+}
+
+export function parseOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      turns: { type: 'string' },
+      warmup: { type: 'string' },
+      total: { type: 'string' },
+      levels: { type: 'string' },
+      workers: { type: 'string' },
+      pooled: { type: 'string' },
+      'per-call': { type: 'string' },
+      'api-turns': { type: 'string' },
+      'stream-turns': { type: 'string' },
+      'stream-warmup': { type: 'string' },
+      'stream-history-turns': { type: 'string' },
+      'chunk-delay-ms': { type: 'string' },
+      'budget-s': { type: 'string' },
+      sections: { type: 'string' },
+      out: { type: 'string' },
+      quick: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(
+      [
+        'usage: npm run bench -- [options]',
+        '  --turns N       sequential turns per latency configuration (default 50)',
+        '  --warmup N      untimed warm-up turns per configuration (default 8)',
+        '  --total N       turns per throughput level (default 100)',
+        '  --levels LIST   throughput concurrency levels (default 1,4,16,32)',
+        '  --workers N     worker processes for the durable path (default 1)',
+        '  --pooled N      pooled MCP calls per server (default 200)',
+        '  --per-call N    connect-per-call MCP calls per server (default 20)',
+        '  --api-turns N   turns through the HTTP API + SSE (default 30)',
+        '  --stream-turns N          streaming: measured turns, each paired with a direct request (default 40)',
+        '  --stream-warmup N         streaming: untimed warm-up pairs (default 5)',
+        '  --stream-history-turns N  streaming: turns per answer length for the history counts (default 3)',
+        '  --chunk-delay-ms N        streaming: demo model pause after each text chunk, both paths (default 2)',
+        '  --budget-s N    skip a throughput level that would end after this many seconds (default 250;',
+        '                  the streaming section\'s time is not counted)',
+        `  --sections LIST run only these, comma-separated (default all: ${SECTIONS.join(',')})`,
+        '  --out FILE      JSON results (default .data/bench/latest.json)',
+        '  --quick         a smoke run with small counts',
+        '',
+      ].join('\n'),
+    );
+    process.exit(0);
+  }
+  const quick = values.quick === true;
+  const int = (v: string | undefined, fallback: number, name: string): number => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name}: expected a non-negative integer, got ${v}`);
+    return n;
+  };
+  const levels = (values.levels ?? (quick ? '1,4' : '1,4,16,32')).split(',').map((s) => int(s.trim(), 1, 'levels'));
+  if (levels.some((l) => l < 1)) throw new Error('--levels: concurrency levels must be >= 1');
+  const sections = (values.sections ?? SECTIONS.join(',')).split(',').map((s) => s.trim()) as Section[];
+  const unknown = sections.filter((s) => !SECTIONS.includes(s));
+  if (unknown.length > 0) throw new Error(`--sections: unknown ${unknown.join(', ')}; choose from ${SECTIONS.join(', ')}`);
+  return {
+    turns: Math.max(1, int(values.turns, quick ? 10 : 50, 'turns')),
+    warmup: int(values.warmup, quick ? 3 : 8, 'warmup'),
+    total: Math.max(1, int(values.total, quick ? 24 : 100, 'total')),
+    levels,
+    workers: Math.max(1, int(values.workers, 1, 'workers')),
+    pooled: Math.max(1, int(values.pooled, quick ? 30 : 200, 'pooled')),
+    perCall: Math.max(1, int(values['per-call'], quick ? 3 : 20, 'per-call')),
+    apiTurns: int(values['api-turns'], quick ? 5 : 30, 'api-turns'),
+    streamTurns: Math.max(1, int(values['stream-turns'], quick ? 10 : 40, 'stream-turns')),
+    streamWarmup: int(values['stream-warmup'], quick ? 2 : 5, 'stream-warmup'),
+    streamHistoryTurns: Math.max(1, int(values['stream-history-turns'], quick ? 2 : 3, 'stream-history-turns')),
+    chunkDelayMs: int(values['chunk-delay-ms'], 2, 'chunk-delay-ms'),
+    budgetS: int(values['budget-s'], 250, 'budget-s'),
+    sections,
+    out: path.resolve(ROOT, values.out ?? '.data/bench/latest.json'),
+  };
+}
+
+export const log = (msg: string): void => {
+  process.stderr.write(`[bench] ${msg}\n`);
+};

@@ -1,0 +1,67 @@
+/** The two ways a bench turn runs: the in-process host loop and the durable turn (started with the API's own gateway code). */
+import { createTemporalGateway } from '../src/api/gateway';
+import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
+import type { TurnInput, TurnState } from '../src/shared/turn';
+import { defaultHostConfig, type TestSystem } from '../tests/helpers/system';
+import { runInProcessTurn, type InProcessDeps, type InProcessResult } from './lib/in-process';
+import { benchMessage } from './lib/scripts';
+import type { Policy } from '../src/shared/policy';
+import type { UserContext } from '../src/shared/user';
+import { SESSION } from './options';
+
+let turnCounter = 0;
+/** Unique to this run, so turns and sessions never collide with an earlier run's on the same server. */
+export const RUN_TAG = Date.now().toString(36);
+/** A key unique within the run. */
+export const nextTag = (): string => `${RUN_TAG}${(turnCounter++).toString(36)}`;
+/** Every turn gets its own session: turns of one session run one after another, and the bench wants concurrency. */
+export function nextTurn(toolSteps: number): { turnId: string; sessionId: string; text: string } {
+  const key = nextTag();
+  const sessionId = `${SESSION}-${key}`;
+  return { turnId: `turn-${sessionId}-${key}`, sessionId, text: benchMessage(toolSteps, key) };
+}
+
+export interface Paths {
+  inProcess(toolSteps: number): Promise<InProcessResult>;
+  /** Resolves with the turn id, so its history can be read afterwards. */
+  durable(toolSteps: number): Promise<string>;
+}
+
+export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, user: UserContext): Paths {
+  const turnOptions = turnOptionsFrom(defaultHostConfig());
+  // The API's own start code: same workflow id shape, input, search attributes, summary and reuse policy.
+  const gateway = createTemporalGateway({
+    client: sys.client,
+    taskQueue: sys.taskQueue,
+    turnOptions,
+    sessionSettings: sessionSettingsFrom(defaultHostConfig()),
+    policy,
+    catalogCacheMs: 60_000,
+  });
+
+  const expectSteps = (where: string, toolSteps: number, steps: number, failed: number, text: string): void => {
+    if (steps !== toolSteps + 1 || failed > 0 || !text.startsWith('Done:')) {
+      throw new Error(`${where} turn went wrong: ${steps} LLM steps (expected ${toolSteps + 1}), ${failed} failed tool calls, text ${JSON.stringify(text.slice(0, 200))}`);
+    }
+  };
+
+  return {
+    async inProcess(toolSteps) {
+      const { turnId, text } = nextTurn(toolSteps);
+      const input: TurnInput = { turnId, sessionId: SESSION, userText: text, user, policy, history: [], options: turnOptions };
+      const r = await runInProcessTurn(deps, input);
+      expectSteps('in-process', toolSteps, r.steps, r.failedToolCalls, r.text);
+      return r;
+    },
+    async durable(toolSteps) {
+      const { turnId, sessionId, text } = nextTurn(toolSteps);
+      const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
+      if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
+      const state = (await sys.client.workflow.getHandle(turnId).result()) as TurnState;
+      const failed = state.toolCalls.filter((c) => c.isError).length;
+      expectSteps('durable', toolSteps, state.steps, failed, state.text ?? '');
+      return turnId;
+    },
+  };
+}
+

@@ -1,0 +1,181 @@
+/** The printed report: the machine, every section's table and the targets. */
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import { temporalCli } from '../tests/helpers/system';
+import type { PoolingResult } from './lib/pooling';
+import { ms, round, table, type Summary } from './lib/stats';
+import type { Options } from './options';
+import type { LatencyRow } from './sections/latency';
+import { renderStreaming, type StreamingResult } from './sections/streaming';
+import type { ThroughputRow } from './sections/throughput';
+
+export function machine() {
+  const cpus = os.cpus();
+  let temporal = 'unknown';
+  try {
+    temporal = execFileSync(temporalCli(), ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    // reported as unknown
+  }
+  return {
+    nproc: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    totalMemGiB: round(os.totalmem() / 2 ** 30, 1),
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    loadAvgAtStart: os.loadavg().map((l) => round(l, 2)),
+    node: process.version,
+    temporalCli: temporal,
+  };
+}
+
+
+export function render(
+  m: ReturnType<typeof machine>,
+  opts: Options,
+  latency: LatencyRow[],
+  api: Summary | undefined,
+  throughput: { rows: ThroughputRow[]; skipped: number[] },
+  pooling: PoolingResult[],
+  streaming: StreamingResult | undefined,
+  targets: Array<{ target: string; measured: string; met: boolean }>,
+): string {
+  const out: string[] = [];
+  out.push(`Machine: ${m.nproc} CPUs (${m.cpuModel}), ${m.totalMemGiB} GiB, ${m.platform}, Node ${m.node}, ${m.temporalCli}`);
+  out.push(
+    `Load average (1/5/15 min) at start: ${m.loadAvgAtStart.join(' ')}, at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (other processes on the machine count too)`,
+  );
+  out.push(`Durable path: ${opts.workers} worker process(es), default worker options; turns started via the API's gateway code, result awaited with the Temporal client.`);
+  out.push('');
+  const apiLine = api
+    ? `Through the HTTP API (POST → SSE 'done', poll 25 ms), 1 tool step, ${api.n} turns: p50 ${ms(api.p50)} ms, p99 ${ms(api.p99)} ms` +
+      (latency[0] ? ` (durable via client p50 ${ms(latency[0].durable.p50)} ms)` : '')
+    : undefined;
+  if (latency.length > 0) {
+    out.push(`1. Latency per turn (ms), ${opts.turns} sequential turns per path, interleaved; each tool step = 1 LLM call + 2 parallel MCP calls`);
+    out.push(
+      table(
+        ['tool steps', 'LLM steps', 'in-process p50', 'in-process p99', 'durable p50', 'durable p99', 'added/turn p50', 'added/step p50', 'added/step p99'],
+        latency.map((r) => [
+          String(r.toolSteps),
+          String(r.llmSteps),
+          ms(r.inProcess.p50),
+          ms(r.inProcess.p99),
+          ms(r.durable.p50),
+          ms(r.durable.p99),
+          ms(r.addedPerTurn.p50),
+          ms(r.addedPerStep.p50),
+          ms(r.addedPerStep.p99),
+        ]),
+      ),
+    );
+    const first = latency[0];
+    const last = latency[latency.length - 1];
+    if (first && last && last.toolSteps > first.toolSteps) {
+      const slope = (last.addedPerTurn.p50 - first.addedPerTurn.p50) / (last.toolSteps - first.toolSteps);
+      out.push(`Marginal added latency per extra tool step (p50 slope ${first.toolSteps}→${last.toolSteps} steps): ${ms(slope)} ms`);
+    }
+    if (apiLine) out.push(apiLine);
+    out.push('');
+    out.push('Where a durable turn spends its time (mean ms per turn; critical path from workflow history)');
+    out.push(
+      table(
+        [
+          'tool steps',
+          'client latency',
+          'outside history',
+          'WFT queued',
+          'WFT running',
+          'activity queued',
+          'activity running',
+          'other',
+          'in-process work',
+          'WFTs',
+          'activities',
+          'history KB',
+          'CPU temporal',
+          'CPU worker',
+        ],
+        latency.map((r) => [
+          String(r.toolSteps),
+          ms(r.durable.mean),
+          ms(r.breakdown.outsideHistoryMean),
+          ms(r.breakdown.byCategoryMean.workflowQueued),
+          ms(r.breakdown.byCategoryMean.workflowTask),
+          ms(r.breakdown.byCategoryMean.activityQueued),
+          ms(r.breakdown.byCategoryMean.activityRunning),
+          ms(r.breakdown.byCategoryMean.other),
+          ms(r.inProcessWork.llmMs + r.inProcessWork.toolMs),
+          r.breakdown.workflowTasks.toFixed(0),
+          r.breakdown.activities.toFixed(0),
+          (r.breakdown.historyBytes / 1024).toFixed(1),
+          ms(r.cpuPerDurableTurn.temporal),
+          ms(r.cpuPerDurableTurn.workers),
+        ]),
+      ),
+    );
+    out.push(
+      'outside history = client latency - history span (start RPC before the first event, result delivery after the last); ' +
+        'in-process work = LLM calls + tool phases of the in-process turn (what "activity running" would be with zero overhead); ' +
+        'CPU = CPU ms per durable turn used by the Temporal dev server and the worker process(es).',
+    );
+    out.push('');
+  }
+  if (apiLine && latency.length === 0) out.push(apiLine, '');
+  if (throughput.rows.length + throughput.skipped.length > 0) {
+    out.push(`2. Throughput, 1-tool-step turns, ${opts.total} turns per level and path`);
+    out.push(
+      table(
+        [
+          'concurrency',
+          'in-process turns/s',
+          'in-process p50',
+          'in-process p99',
+          'durable turns/s',
+          'durable p50',
+          'durable p99',
+          'CPU/turn temporal',
+          'CPU/turn worker',
+          'CPU/turn bench',
+        ],
+        throughput.rows.map((r) => [
+          String(r.concurrency),
+          r.inProcess.turnsPerSecond.toFixed(1),
+          ms(r.inProcess.latency.p50),
+          ms(r.inProcess.latency.p99),
+          r.durable.turnsPerSecond.toFixed(1),
+          ms(r.durable.latency.p50),
+          ms(r.durable.latency.p99),
+          ms(r.durable.cpuPerTurn.temporal),
+          ms(r.durable.cpuPerTurn.workers),
+          ms(r.durable.cpuPerTurn.bench ?? Number.NaN),
+        ]),
+      ),
+    );
+    out.push('CPU/turn: CPU ms per durable turn of the dev server, the worker(s) and this process (Temporal client + demo model).');
+    if (throughput.skipped.length > 0) out.push(`Skipped (time budget): concurrency ${throughput.skipped.join(', ')}`);
+    out.push('');
+  }
+  if (pooling.length > 0) {
+    out.push(`3. stdio tool call: pooled (${opts.pooled} calls) vs connect-per-call (${opts.perCall} calls: spawn + initialize + call + close), ms`);
+    out.push(
+      table(
+        ['call', 'pooled p50', 'pooled p99', 'per-call p50', 'per-call p99', 'speedup p50', 'speedup p99'],
+        pooling.map((p) => [
+          p.label,
+          ms(p.pooled.p50),
+          ms(p.pooled.p99),
+          ms(p.connectPerCall.p50),
+          ms(p.connectPerCall.p99),
+          `${p.ratioP50.toFixed(0)}x`,
+          `${p.ratioP99.toFixed(0)}x`,
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  if (streaming) out.push(renderStreaming(streaming), '');
+  out.push('Targets (reported, not enforced)');
+  out.push(table(['target', 'measured', 'met'], targets.map((t) => [t.target, t.measured, t.met ? 'yes' : 'no'])));
+  return out.join('\n');
+}
+
