@@ -123,10 +123,25 @@ export function isHttp4xx(error: unknown): boolean {
   return error instanceof StreamableHTTPError && typeof error.code === 'number' && error.code >= 400 && error.code < 500;
 }
 
+/** 401 or 403: the server wants credentials this host did not send; neither a retry nor another transport helps. */
+export function isAuthRefusal(error: unknown): boolean {
+  return error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403);
+}
+
+/**
+ * The optional server-to-client GET stream refused with 404 (the spec's answer is 405, but POST-only
+ * servers often say 404): the session itself is fine and keeps working over POST.
+ */
+export function isMissingOptionalStream(error: unknown): boolean {
+  return error instanceof StreamableHTTPError && error.code === 404 && error.message.includes('Failed to open SSE stream');
+}
+
 /** A short, human-readable cause; the caller scrubs it. */
 export function describeCause(error: unknown): string {
   if (error instanceof McpError) return error.message.replace(/^MCP error -?\d+: /, '');
   if (error instanceof StreamableHTTPError) {
+    if (error.code === 401) return 'HTTP 401: the server requires authorization (this host does not do OAuth yet; configure an Authorization header)';
+    if (error.code === 403) return 'HTTP 403: the server refused these credentials';
     if (error.code === 404) return 'HTTP 404: session not found or expired';
     return typeof error.code === 'number' && error.code > 0 ? `HTTP ${error.code}: ${error.message}` : error.message;
   }

@@ -23,6 +23,7 @@ import {
   McpTransientError,
   classifyRequestError,
   describeCause,
+  isMissingOptionalStream,
   safeReason,
 } from './failures';
 import { renderContent, renderResourceContents, toToolOutcome } from './render';
@@ -356,6 +357,10 @@ export class McpServerHub implements McpHub, McpContextSource {
   }
 
   private onTransportError(slot: Slot, conn: Connection, error: Error): void {
+    if (isMissingOptionalStream(error)) {
+      this.logger.debug({ server: slot.cfg.name }, 'server has no GET stream (404); requests continue over POST');
+      return;
+    }
     const reason = safeReason(describeCause(error), slot.secrets);
     if (!conn.alive) return;
     this.logger.debug({ server: slot.cfg.name, transport: conn.kind, reason }, 'MCP transport error');

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerStatus } from '../shared/tool-types';
 import type { McpServerConfig } from './config';
-import { describeCause, isHttp4xx } from './failures';
+import { describeCause, isAuthRefusal, isHttp4xx } from './failures';
 import { forwardingFetch } from './user-token';
 
 export type TransportKind = ServerStatus['transport'];
@@ -65,7 +65,8 @@ export async function openHttpWithFallback<C>(
   try {
     return { conn: await open('streamable-http'), kind: 'streamable-http' };
   } catch (error) {
-    if (!isHttp4xx(error)) throw error;
+    // A 401/403 is about credentials, which SSE would not have either.
+    if (!isHttp4xx(error) || isAuthRefusal(error)) throw error;
     onFallback(describeCause(error));
     try {
       return { conn: await open('sse'), kind: 'sse' };
