@@ -15,7 +15,7 @@ import type { DemoModelHandle } from '../../src/demo-model/server';
 import { ownerKey } from '../../src/api/gateway';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import { SESSION_WORKFLOW_TYPE, sessionStateQuery } from '../../src/workflows/definitions';
-import { parseSseBlock } from '../../tests/helpers/http';
+import { parseSseBlock, takeSseBlocks } from '../../src/shared/sse';
 
 const E = temporal.api.enums.v1.EventType;
 
@@ -92,11 +92,10 @@ export async function timedApiTurn(apiUrl: string, token: string, sessionId: str
     let buffer = '';
     reading: for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       const at = since();
-      buffer += decoder.decode(chunk, { stream: true });
-      let idx: number;
-      while ((idx = buffer.indexOf('\n\n')) >= 0) {
-        const e = parseSseBlock(buffer.slice(0, idx));
-        buffer = buffer.slice(idx + 2);
+      const taken = takeSseBlocks(buffer + decoder.decode(chunk, { stream: true }));
+      buffer = taken.rest;
+      for (const block of taken.blocks) {
+        const e = parseSseBlock(block);
         if (!e) continue;
         if (Number.isNaN(firstEventMs)) {
           firstEventMs = at;

@@ -1,8 +1,6 @@
-export interface SseEvent {
-  id?: string;
-  event: string;
-  data: Record<string, unknown>;
-}
+import { parseSseBlock, takeSseBlocks, type SseEvent } from '../../src/shared/sse';
+
+export { parseSseBlock, type SseEvent };
 
 let defaultHeaders: Record<string, string> = {};
 
@@ -54,11 +52,9 @@ export async function readSse(
     const decoder = new TextDecoder();
     let buffer = '';
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let idx: number;
-      while ((idx = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, idx);
-        buffer = buffer.slice(idx + 2);
+      const taken = takeSseBlocks(buffer + decoder.decode(chunk, { stream: true }));
+      buffer = taken.rest;
+      for (const block of taken.blocks) {
         const e = parseSseBlock(block);
         if (!e) continue;
         events.push(e);
@@ -75,24 +71,6 @@ export async function readSse(
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** One SSE event block (the text between blank lines); comments and data-less blocks give undefined. */
-export function parseSseBlock(block: string): SseEvent | undefined {
-  let id: string | undefined;
-  let event = 'message';
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':') || line === '') continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'id') id = value;
-    else if (field === 'event') event = value;
-    else if (field === 'data') data.push(value);
-  }
-  if (data.length === 0) return undefined;
-  return { ...(id !== undefined ? { id } : {}), event, data: JSON.parse(data.join('\n')) as Record<string, unknown> };
 }
 
 export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
