@@ -1,0 +1,301 @@
+import { Context } from '@temporalio/activity';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { Failure, failureTypeOf } from '../../src/shared/failures';
+import type { TurnInput, TurnState } from '../../src/shared/turn';
+import { approveToolCallUpdate, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
+import type { turnWorkflow } from '../../src/workflows/turn';
+import {
+  callTools,
+  CATALOG,
+  deferred,
+  eventOf,
+  eventTypes,
+  eventually,
+  FakeActivities,
+  newTurnId,
+  OWNER,
+  policy,
+  type RunningWorker,
+  say,
+  startWorker,
+  startWorkflowEnv,
+  STRANGER,
+  SYSTEM_PROMPT,
+  turnInput,
+  turnOptions,
+  within,
+  type WorkflowEnv,
+} from './harness';
+
+/**
+ * turnWorkflow on a real dev server with fake activities: approvals (timed out, granted), parallel
+ * tool calls, cancellation and the step limit. Every scenario runs twice: on a worker with its
+ * workflow cache, and on one with `maxCachedWorkflows: 0`, where every workflow task (and every
+ * query) replays the turn from its history.
+ */
+jest.setTimeout(30_000);
+
+const TIMED_OUT = 'The user did not approve this action in time; it was not performed.';
+
+let env: WorkflowEnv;
+beforeAll(async () => {
+  env = await startWorkflowEnv();
+}, 120_000);
+afterAll(async () => {
+  await env?.stop();
+});
+
+const MODES = [
+  { mode: 'a caching worker', options: {}, replays: false },
+  { mode: 'a worker with maxCachedWorkflows: 0 (every task replays)', options: { maxCachedWorkflows: 0 }, replays: true },
+];
+
+describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
+  const fakes = new FakeActivities();
+  let worker: RunningWorker;
+  beforeAll(async () => {
+    worker = await startWorker(env, fakes.activities, options);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+  });
+
+  async function startTurn(input: TurnInput) {
+    return await env.client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, {
+      workflowId: input.turnId,
+      taskQueue: worker.taskQueue,
+      args: [input],
+    });
+  }
+
+  test('approval timeout: nobody decides, the call is denied without running and the model is told', async () => {
+    const id = newTurnId('approval-timeout');
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['c1', 'bank__transfer', { to: 'bob', amount: 5 }]) : say('I could not transfer the money.')),
+    });
+    const handle = await startTurn(turnInput(id, { policy: policy(300) }));
+    const state = await handle.result();
+
+    expect(state.status).toBe('completed');
+    expect(state.text).toBe('I could not transfer the money.');
+    expect(state.approvals).toEqual([
+      { toolCallId: 'c1', name: 'bank__transfer', server: 'bank', tool: 'transfer', arguments: { to: 'bob', amount: 5 }, state: 'timed_out' },
+    ]);
+    expect(fakes.calls(id, 'callTool')).toHaveLength(0);
+    expect(state.toolCalls).toMatchObject([{ id: 'c1', step: 1, state: 'failed', isError: true, result: TIMED_OUT }]);
+    expect(eventTypes(state)).toEqual([
+      'status', 'status', 'status', 'tool_call_started', 'approval_required', 'approval_decided', 'tool_call_finished', 'status', 'text', 'done',
+    ]);
+    expect(state.events.map((e) => e.id)).toEqual(state.events.map((_, i) => i + 1));
+    expect(eventOf(state, 'approval_required').data).toEqual({
+      toolCallId: 'c1', name: 'bank__transfer', server: 'bank', tool: 'transfer', arguments: { to: 'bob', amount: 5 }, step: 1,
+    });
+    expect(eventOf(state, 'approval_decided').data).toEqual({ toolCallId: 'c1', decision: 'timed_out' });
+
+    // The model's second step hears the denial as the tool's result.
+    const llm = fakes.calls(id, 'callLlm');
+    expect(llm).toHaveLength(2);
+    expect(llm[1]?.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: `Error: ${TIMED_OUT}` });
+    // Request and decision are audited, with the owner as actor.
+    expect(fakes.calls(id, 'recordAudit').map((a) => [a.kind, a.outcome, a.toolCallId, a.actor.id, a.workflowId])).toEqual([
+      ['approval_requested', undefined, 'c1', OWNER.id, id],
+      ['approval_decision', 'timed_out', 'c1', OWNER.id, id],
+    ]);
+  });
+
+  test('approval granted through the update: refused for a stranger, the tool runs once, a second decision is refused', async () => {
+    const id = newTurnId('approval-granted');
+    const requested = deferred();
+    const toolEntered = deferred();
+    const releaseTool = deferred();
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['c1', 'bank__transfer', { to: 'bob', amount: 5 }]) : say('Done: 5 sent to bob.')),
+      recordAudit: async (entry) => {
+        if (entry.kind === 'approval_requested') requested.resolve();
+      },
+      callTool: async () => {
+        toolEntered.resolve();
+        await within(releaseTool.promise, 20_000, 'the test never released the tool call');
+        return { isError: false, text: 'transferred 5 to bob' };
+      },
+    });
+    const handle = await startTurn(turnInput(id, { policy: policy(60_000) }));
+    await within(requested.promise, 20_000, 'no approval was requested');
+
+    const waiting = await handle.query(turnStateQuery);
+    expect(waiting.status).toBe('awaiting_approval');
+    expect(waiting.approvals).toMatchObject([{ toolCallId: 'c1', state: 'pending' }]);
+    expect(waiting.events.at(-1)?.type).toBe('approval_required');
+    // The query's argument limits the events to those after an id.
+    const last = waiting.events.length;
+    expect((await handle.query(turnStateQuery, last - 1)).events.map((e) => e.id)).toEqual([last]);
+    // Which worker mode this is: a caching worker keeps the waiting turn; the other evicts it after every task.
+    if (replays) {
+      const cached = await eventually(async () => worker.worker.getStatus().numCachedWorkflows, (n) => n === 0);
+      expect(cached).toBe(0);
+    } else {
+      expect(worker.worker.getStatus().numCachedWorkflows).toBeGreaterThanOrEqual(1);
+    }
+
+    // Someone of another tenant is refused by the validator.
+    const forbidden = await handle
+      .executeUpdate(approveToolCallUpdate, { args: [{ toolCallId: 'c1', approve: true, approver: STRANGER }] })
+      .catch((err: unknown) => err);
+    expect(forbidden).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(failureTypeOf(forbidden)).toBe(Failure.ApprovalForbidden);
+
+    const decided = await handle.executeUpdate(approveToolCallUpdate, { args: [{ toolCallId: 'c1', approve: true, approver: OWNER }] });
+    expect(decided).toEqual({ toolCallId: 'c1', decision: 'approved' });
+
+    await within(toolEntered.promise, 20_000, 'the approved tool was not called');
+    const again = await handle
+      .executeUpdate(approveToolCallUpdate, { args: [{ toolCallId: 'c1', approve: false, approver: OWNER }] })
+      .catch((err: unknown) => err);
+    expect(failureTypeOf(again)).toBe(Failure.ApprovalAlreadyDecided);
+    releaseTool.resolve();
+
+    const state = await handle.result();
+    expect(state.status).toBe('completed');
+    expect(state.text).toBe('Done: 5 sent to bob.');
+    const toolCalls = fakes.calls(id, 'callTool');
+    expect(toolCalls).toHaveLength(1);
+    expect(toolCalls[0]).toMatchObject({
+      turnId: id, server: 'bank', tool: 'transfer', llmName: 'bank__transfer', arguments: { to: 'bob', amount: 5 },
+      idempotencyKey: `${id}/step-1/c1`, toolCallId: 'c1', user: OWNER,
+    });
+    expect(state.approvals).toMatchObject([{ toolCallId: 'c1', state: 'approved', decidedBy: OWNER.id }]);
+    expect(eventOf(state, 'approval_decided').data).toEqual({ toolCallId: 'c1', decision: 'approved', by: OWNER.id });
+    expect(state.toolCalls).toMatchObject([{ id: 'c1', state: 'completed', isError: false, result: 'transferred 5 to bob' }]);
+    expect(fakes.calls(id, 'callLlm')[1]?.messages.at(-1)).toEqual({ role: 'tool', toolCallId: 'c1', content: 'transferred 5 to bob' });
+    expect(fakes.calls(id, 'recordAudit').map((a) => [a.kind, a.outcome, a.detail])).toEqual([
+      ['approval_requested', undefined, undefined],
+      ['approval_decision', 'approved', `decided by ${OWNER.id}`],
+    ]);
+  });
+
+  test('parallel tool calls of one step: both run at once, results go back in the model order', async () => {
+    const id = newTurnId('parallel');
+    const entered = new Set<string>();
+    const bothEntered = deferred();
+    const secondDone = deferred();
+    fakes.script(id, {
+      callLlm: async (req) =>
+        req.step === 1 ? callTools(['a', 'notes__add', { text: 'milk' }], ['b', 'clock__now', {}]) : say('Noted milk; it is noon.'),
+      callTool: async (input) => {
+        entered.add(input.toolCallId ?? '?');
+        if (entered.size === 2) bothEntered.resolve();
+        // Neither call can finish before the other started: sequential calls would fail here.
+        await within(bothEntered.promise, 10_000, 'the other call of the step never started while this one ran');
+        if (input.toolCallId === 'a') {
+          // The first call finishes last, so the order of results cannot come from completion order.
+          await within(secondDone.promise, 10_000, 'the second call never finished');
+          return { isError: false, text: 'note 1 added' };
+        }
+        secondDone.resolve();
+        return { isError: false, text: '12:00' };
+      },
+    });
+    const state = await (await startTurn(turnInput(id))).result();
+
+    expect(state.status).toBe('completed');
+    expect(state.text).toBe('Noted milk; it is noon.');
+    expect(fakes.calls(id, 'callTool').map((c) => c.toolCallId).sort()).toEqual(['a', 'b']);
+    expect(state.events.find((e) => e.data.phase === 'calling_tools')?.data).toEqual({ status: 'running', phase: 'calling_tools', step: 1, count: 2 });
+    // Both started before either finished.
+    const types = eventTypes(state);
+    expect(types.filter((t) => t === 'tool_call_started')).toHaveLength(2);
+    expect(types.lastIndexOf('tool_call_started')).toBeLessThan(types.indexOf('tool_call_finished'));
+    expect(state.toolCalls).toMatchObject([
+      { id: 'a', name: 'notes__add', state: 'completed', result: 'note 1 added' },
+      { id: 'b', name: 'clock__now', state: 'completed', result: '12:00' },
+    ]);
+
+    const second = fakes.calls(id, 'callLlm')[1];
+    expect(second?.step).toBe(2);
+    expect(second?.messages).toEqual([
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: 'please help' },
+      {
+        role: 'assistant',
+        content: null,
+        toolCalls: [
+          { id: 'a', name: 'notes__add', arguments: JSON.stringify({ text: 'milk' }) },
+          { id: 'b', name: 'clock__now', arguments: '{}' },
+        ],
+      },
+      { role: 'tool', toolCallId: 'a', content: 'note 1 added' },
+      { role: 'tool', toolCallId: 'b', content: '12:00' },
+    ]);
+  });
+
+  test('cancel during a slow tool call: the turn ends cancelled, the activity is cancelled, nothing else is called', async () => {
+    const id = newTurnId('cancel');
+    const toolEntered = deferred();
+    const toolEnded = deferred<string>();
+    fakes.script(id, {
+      callLlm: async () => callTools(['s1', 'slow__wait', { seconds: 20 }]),
+      callTool: async () => {
+        const ctx = Context.current();
+        toolEntered.resolve();
+        try {
+          // Sleeps with heartbeats; a cancellation arrives in a heartbeat response and rejects the sleep.
+          for (let i = 0; i < 200; i++) {
+            ctx.heartbeat(i);
+            await ctx.sleep(100);
+          }
+          toolEnded.resolve('finished without being cancelled');
+          return { isError: false, text: 'waited' };
+        } catch (err) {
+          toolEnded.resolve(err instanceof CancelledFailure ? 'cancelled' : `failed: ${String(err)}`);
+          throw err;
+        }
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    await within(toolEntered.promise, 20_000, 'the slow tool was not called');
+    await handle.cancel();
+
+    const failure = await handle.result().catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+    expect(await within(toolEnded.promise, 20_000, 'the activity never saw the cancellation')).toBe('cancelled');
+
+    // The closed turn still answers its query (the API reads a cancelled turn this way).
+    const state: TurnState = await handle.query(turnStateQuery);
+    expect(state.status).toBe('cancelled');
+    expect(eventTypes(state)).toEqual(['status', 'status', 'status', 'tool_call_started', 'cancelled']);
+    expect(state.events.at(-1)?.data).toEqual({ status: 'cancelled' });
+    expect(state.toolCalls).toMatchObject([{ id: 's1', state: 'running' }]);
+    expect(fakes.calls(id, 'callLlm')).toHaveLength(1);
+    expect(fakes.calls(id, 'callTool')).toHaveLength(1);
+  });
+
+  test('step limit: a model that always wants another tool gets no tools after maxSteps and the turn ends with the limit message', async () => {
+    const id = newTurnId('step-limit');
+    fakes.script(id, {
+      callLlm: async (req) => callTools([`c${req.step}`, 'clock__now', {}]),
+    });
+    const state = await (await startTurn(turnInput(id, { options: turnOptions({ maxSteps: 2 }) }))).result();
+
+    expect(state.status).toBe('completed');
+    expect(state.text).toBe('I stopped after 2 tool steps without reaching an answer.');
+    expect(state.steps).toBe(3);
+    const llm = fakes.calls(id, 'callLlm');
+    expect(llm.map((r) => [r.step, r.tools.length])).toEqual([
+      [1, CATALOG.tools.length],
+      [2, CATALOG.tools.length],
+      [3, 0],
+    ]);
+    expect(fakes.calls(id, 'callTool').map((c) => c.toolCallId)).toEqual(['c1', 'c2']);
+    expect(state.toolCalls.map((c) => [c.id, c.step, c.state])).toEqual([
+      ['c1', 1, 'completed'],
+      ['c2', 2, 'completed'],
+    ]);
+    expect(state.events.slice(-2).map((e) => [e.type, e.data])).toEqual([
+      ['text', { text: 'I stopped after 2 tool steps without reaching an answer.' }],
+      ['done', { status: 'completed' }],
+    ]);
+  });
+});
