@@ -7,6 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
 export TEMPORAL_CLI
+CHROMIUM_PATH="$(bash scripts/ensure-chromium.sh)"
+export CHROMIUM_PATH
 echo "Linting ..." >&2
 npx eslint . --max-warnings=0
 results=.data/test-results.json

@@ -10,6 +10,7 @@ import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
 import { approvalRoutes } from './routes/approvals';
 import { catalogRoutes } from './routes/catalog';
+import { type ConsoleOptions, consoleRoutes } from './routes/console';
 import { eventRoutes } from './routes/events';
 import { liveIngestRoutes } from './routes/live-ingest';
 import { sessionRoutes } from './routes/sessions';
@@ -48,6 +49,8 @@ export interface AppDeps {
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
   /** Browser origins allowed to call the API from other origins (CORS); none: same origin only. */
   corsOrigins?: readonly string[];
+  /** The web console at /console/ (see routes/console.ts); absent: not served. */
+  console?: ConsoleOptions;
 }
 
 /** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
@@ -139,5 +142,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // GET /ws: the same turns over a WebSocket, through the same service and the same follower.
   await app.register(webSocketRoutes, { service, gateway: deps.gateway, ...live, pollMs: deps.ssePollMs, ...deps.ws, maxMessageChars: deps.maxMessageChars });
   await app.register(catalogRoutes, { service });
+  if (deps.console) await app.register(consoleRoutes, deps.console);
   return app;
 }

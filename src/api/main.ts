@@ -2,11 +2,20 @@ import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadEnvConfig, loadHostConfig, sessionSettingsFrom, turnOptionsFrom } from '../config';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
-import { createAuthenticator, loadAuthConfig } from './auth';
+import { createAuthenticator, issuerAndAudience, loadAuthConfig, mintDevToken } from './auth';
+import { DEMO_USERS, type DemoRole } from '../config/local-mode';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
 import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
 import { loadRedactionRules } from '../audit/redact';
+
+/** Local mode: one-hour tokens for the demo users, signed with the dev secret `npm start` created. */
+function demoTokens(secret: string, audience: { issuer: string; audience: string }) {
+  return async (role: DemoRole): Promise<string> => {
+    const u = DEMO_USERS[role];
+    return await mintDevToken({ secret, sub: u.sub, role: u.role, tenant: u.tenant, scopes: [...u.scopes], ttlSec: 3600, ...audience });
+  };
+}
 
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
@@ -40,6 +49,11 @@ async function main(): Promise<void> {
     maxMessageChars: env.MAX_MESSAGE_CHARS,
     ssePollMs: env.SSE_POLL_MS,
     corsOrigins: env.CORS_ORIGINS,
+    console: {
+      namespace: env.TEMPORAL_NAMESPACE,
+      ...(env.TEMPORAL_UI_URL ? { temporalUiUrl: env.TEMPORAL_UI_URL } : {}),
+      ...(env.CONSOLE_DEMO_USERS === 'on' && env.JWT_SECRET ? { demoToken: demoTokens(env.JWT_SECRET, issuerAndAudience(env)) } : {}),
+    },
     ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET } } : {}),
   });
 

@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { z } from 'zod';
 import {
@@ -365,4 +366,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 
   // Public, like /healthz: the auth hook covers /v1/ and /ws only.
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The same document, browsable (Swagger UI); "Authorize" takes a bearer token for "Try it out".
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
 }

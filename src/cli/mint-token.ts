@@ -11,17 +11,12 @@
  */
 import { parseArgs } from 'node:util';
 import { issuerAndAudience, MIN_SECRET_LENGTH, mintDevToken } from '../api/auth';
+import { DEMO_USERS, type DemoRole } from '../config/local-mode';
 
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** The school seed's demo users (examples/servers/school/store.ts) and the scopes they hold. */
-export const DEMO_USERS: Record<string, { sub: string; scopes: string[] }> = {
-  admin: { sub: 'u-ada', scopes: ['admin.super'] },
-  teacher: { sub: 'u-tom', scopes: ['teacher.homework', 'teacher.attendance', 'comms.send'] },
-  student: { sub: 'u-bob', scopes: ['student.read', 'student.submit'] },
-};
 
 const USAGE =
   'usage: mint-token --role admin|teacher|student [--sub ID] [--tenant demo] [--scopes a,b] [--ttl 3600]  (JWT_SECRET must be set)';
@@ -54,10 +49,10 @@ export async function mintTokenFromArgs(argv: string[], env: NodeJS.ProcessEnv):
 
   const role = values.role;
   if (!role) throw new UsageError(`--role is required\n${USAGE}`);
-  const demo = Object.hasOwn(DEMO_USERS, role) ? DEMO_USERS[role] : undefined;
+  const demo = Object.hasOwn(DEMO_USERS, role) ? DEMO_USERS[role as DemoRole] : undefined;
   const sub = values.sub ?? demo?.sub;
   if (!sub) throw new UsageError(`--sub is required for role "${role}" (demo roles: ${Object.keys(DEMO_USERS).join(', ')})`);
-  const scopes = values.scopes !== undefined ? values.scopes.split(/[\s,]+/).filter(Boolean) : (demo?.scopes ?? []);
+  const scopes = values.scopes !== undefined ? values.scopes.split(/[\s,]+/).filter(Boolean) : [...(demo?.scopes ?? [])];
 
   let ttlSec = 3600;
   if (values.ttl !== undefined) {

@@ -159,10 +159,13 @@ async function main(): Promise<void> {
       watch(temporal.proc);
       env.TEMPORAL_ADDRESS = temporal.address;
       uiUrl = temporal.uiUrl ?? uiUrl;
+      if (temporal.uiUrl) env.TEMPORAL_UI_URL ??= temporal.uiUrl;
     }
 
-    // Local use signs tokens with a dev secret kept (owner-readable only) in the data directory.
+    // Local use signs tokens with a dev secret kept (owner-readable only) in the data directory; the
+    // console then offers one-click sign-in as the demo users (never with a secret or JWKS of yours).
     if (!env.JWT_SECRET && !env.JWT_JWKS_URL) {
+      env.CONSOLE_DEMO_USERS ??= 'on';
       const file = path.join(dataDir, 'dev-jwt-secret');
       mkdirSync(path.dirname(file), { recursive: true });
       if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
@@ -238,6 +241,7 @@ async function main(): Promise<void> {
         '',
         'Durable MCP host is up.',
         `  API:          ${apiUrl}`,
+        `  Console:      ${apiUrl}/console/   (API docs: ${apiUrl}/docs)`,
         `  Temporal UI:  ${uiUrl}`,
         `  ${modelNote}`,
         '',

@@ -44,6 +44,10 @@ const EnvSchema = z.object({
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
   API_HOST: z.string().min(1).default('127.0.0.1'),
   API_PORT: port.default(3000),
+  /** Where the console links a turn: the Temporal web UI (npm start sets it to the dev server's UI). */
+  TEMPORAL_UI_URL: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL such as http://127.0.0.1:8233' }).optional(),
+  /** `on` (npm start's local mode only): the console offers one-click sign-in as the demo users. */
+  CONSOLE_DEMO_USERS: z.enum(['on', 'off']).default('off'),
   /** Browser origins allowed to call the API (CORS), comma-separated; unset: same origin only. */
   CORS_ORIGINS: z
     .string()

@@ -11,8 +11,16 @@
  */
 import type { Policy } from '../shared/policy';
 
+/** The school seed's demo users (examples/servers/school/store.ts), their roles and the scopes they hold. */
+export const DEMO_USERS = {
+  admin: { sub: 'u-ada', role: 'admin', tenant: 'demo', scopes: ['admin.super'] },
+  teacher: { sub: 'u-tom', role: 'teacher', tenant: 'demo', scopes: ['teacher.homework', 'teacher.attendance', 'comms.send'] },
+  student: { sub: 'u-bob', role: 'student', tenant: 'demo', scopes: ['student.read', 'student.submit'] },
+} as const;
+export type DemoRole = keyof typeof DEMO_USERS;
+
 /** The roles `npm run token` mints by default (src/cli/mint-token.ts). */
-export const LOCAL_ROLES = ['admin', 'teacher', 'student'] as const;
+export const LOCAL_ROLES = Object.keys(DEMO_USERS) as DemoRole[];
 
 export function localPolicy(servers: readonly string[]): Policy {
   const rule = { servers: Object.fromEntries(servers.map((s) => [s, { tools: '*' as const }])) };

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/api/app';
+import { type AppDeps, buildApp } from '../../src/api/app';
 import type { TurnGateway } from '../../src/api/gateway';
 import type { Policy } from '../../src/shared/policy';
 import type { Catalog } from '../../src/shared/tool-types';
@@ -53,8 +53,16 @@ const gateway = {
 const policy: Policy = { roles: { teacher: { servers: { notes: { tools: '*' } } } }, toolScopes: {} };
 
 const apps: FastifyInstance[] = [];
-async function start(corsOrigins?: string[]): Promise<{ app: FastifyInstance; base: string }> {
-  const app = await buildApp({ gateway, auth: fakeAuth, policy, maxMessageChars: 100, ssePollMs: 5, ...(corsOrigins ? { corsOrigins } : {}) });
+async function start(corsOrigins?: string[], consoleOpts?: AppDeps['console']): Promise<{ app: FastifyInstance; base: string }> {
+  const app = await buildApp({
+    gateway,
+    auth: fakeAuth,
+    policy,
+    maxMessageChars: 100,
+    ssePollMs: 5,
+    ...(corsOrigins ? { corsOrigins } : {}),
+    ...(consoleOpts ? { console: consoleOpts } : {}),
+  });
   apps.push(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` };
@@ -125,4 +133,26 @@ test("GET /v1/tools lists only the tools the caller's model would see, and every
   expect(res.statusCode).toBe(200);
   expect(res.json().tools.map((t: { name: string }) => t.name)).toEqual(['notes__add_note', 'notes__list_notes']);
   expect(res.json().servers.map((s: { server: string }) => s.server)).toEqual(['notes', 'payments']);
+});
+
+describe('the console', () => {
+  test('/ leads to it; its page, its modules and its config need no token; demo sign-in only in local mode', async () => {
+    const { base } = await start(undefined, { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233/' });
+    const root = await fetch(`${base}/`, { redirect: 'manual' });
+    expect([root.status, root.headers.get('location')]).toEqual([302, '/console/']);
+    const page = await fetch(`${base}/console/`);
+    expect(await page.text()).toContain('/console/vendor/preact.module.js');
+    const hooks = await fetch(`${base}/console/vendor/hooks.module.js`);
+    expect(hooks.headers.get('content-type')).toContain('text/javascript');
+    expect((await fetch(`${base}/console/vendor/nope.js`)).status).toBe(404);
+    expect(await (await fetch(`${base}/console/config.json`)).json()).toEqual({ temporalUiUrl: 'http://127.0.0.1:8233', namespace: 'default', demoUsers: false });
+    expect((await fetch(`${base}/console/demo-tokens`)).status).toBe(404);
+  });
+
+  test('in local mode it offers a token per demo role', async () => {
+    const { base } = await start(undefined, { namespace: 'default', demoToken: async (role) => `token-of-${role}` });
+    expect(await (await fetch(`${base}/console/demo-tokens`)).json()).toEqual({
+      tokens: { admin: 'token-of-admin', teacher: 'token-of-teacher', student: 'token-of-student' },
+    });
+  });
 });

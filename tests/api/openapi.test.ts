@@ -14,6 +14,8 @@ jest.mock('fastify', () => {
   const wrapped = (...args: unknown[]) => {
     const app = actual(...args);
     app.addHook('onRoute', (route: RouteOptions) => {
+      // Hidden routes are not part of the API on purpose: the document itself, its UI (/docs), the console.
+      if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
       for (const method of [route.method].flat()) mockRoutes.push({ method, url: route.url });
     });
     return app;

@@ -11,6 +11,7 @@ import { setDefaultToken } from './http';
 import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
 import { HostConfigSchema, sessionSettingsFrom, turnOptionsFrom } from '../../src/config';
+import { DEMO_USERS } from '../../src/config/local-mode';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
@@ -89,11 +90,7 @@ export interface SystemOptions {
 
 export const JWT_ISSUER = 'durable-mcp-host';
 export const JWT_AUDIENCE = 'durable-mcp-host-api';
-export const DEMO_USERS = {
-  admin: { sub: 'u-ada', role: 'admin', tenant: 'demo', scopes: ['admin.super'] },
-  teacher: { sub: 'u-tom', role: 'teacher', tenant: 'demo', scopes: ['teacher.homework', 'teacher.attendance', 'comms.send'] },
-  student: { sub: 'u-bob', role: 'student', tenant: 'demo', scopes: ['student.read', 'student.submit'] },
-} as const;
+export { DEMO_USERS };
 
 export interface TestSystem {
   dir: string;
@@ -234,6 +231,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       maxMessageChars: 4_000,
       ssePollMs: 25,
       live: { hub: liveHub, secret: liveSecret },
+      console: { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233' },
     });
     const apiUrl = await app.listen({ host: '127.0.0.1', port: apiPort });
     cleanups.push(() => app.close());

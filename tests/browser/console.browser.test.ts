@@ -1,0 +1,109 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { loadPolicyFile } from '../../src/config/policy';
+import { ROOT, startSystem, type TestSystem } from '../helpers/system';
+
+/**
+ * The console in a real headless Chromium against the real system (Temporal, worker, MCP servers, the
+ * demo model, the API): sign in, chat with live text, approve a call inline and from the inbox, see the
+ * servers and tools, open the API docs. `CONSOLE_SCREENSHOTS=<dir>` saves the main views there (the
+ * ones in docs/ come from such a run).
+ */
+let sys: TestSystem;
+let browser: Browser;
+let page: Page;
+const shots = process.env.CONSOLE_SCREENSHOTS;
+
+beforeAll(async () => {
+  const executablePath = process.env.CHROMIUM_PATH;
+  if (!executablePath) throw new Error('CHROMIUM_PATH is not set: run the suite with `npm test`, which finds or installs Chromium (scripts/ensure-chromium.sh)');
+  const policy = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+  sys = await startSystem({ policy: { ...policy, approval: { tools: ['notes/add_note'], timeoutMs: 60_000, approverRoles: ['admin'] } } });
+  browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+  if (shots) mkdirSync(shots, { recursive: true });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await sys?.stop();
+});
+
+const shot = async (name: string): Promise<void> => {
+  if (shots) await page.screenshot({ path: path.join(shots, `console-${name}.png`), fullPage: true });
+};
+const lastTurn = () => page.locator('.turn').last();
+
+test('sign in with a token: / leads to the console, which shows who is signed in', async () => {
+  await page.goto(`${sys.apiUrl}/`);
+  expect(new URL(page.url()).pathname).toBe('/console/');
+  await page.fill('#token', await sys.token('admin'));
+  await shot('sign-in');
+  await page.click('#sign-in');
+  await page.waitForSelector('text=u-ada (admin, demo)');
+});
+
+test('chat: the answer streams in while the turn runs, then the turn completes', async () => {
+  // Slow text chunks, so the live text is seen before the durable answer.
+  sys.model.setFaults([{ chunkDelayMs: 60, times: 1 }]);
+  await page.fill('#message', 'hello');
+  await page.click('#send');
+  // Evaluated in the page: the last turn still running, with some of its answer already shown.
+  await page.waitForFunction(`(() => {
+    const turn = [...document.querySelectorAll('.turn')].at(-1);
+    return turn?.getAttribute('data-status') === 'running' && (turn.querySelector('.answer')?.textContent ?? '').length > 0;
+  })()`);
+  await page.locator('.turn[data-status="completed"]').first().waitFor();
+  await expect(lastTurn().locator('.answer').textContent()).resolves.toContain('Hello! I am the demo model');
+  sys.model.setFaults([]);
+});
+
+test('an approval is asked inline; approving runs the tool once and the turn completes', async () => {
+  await page.fill('#message', 'remember that the milk is low');
+  await page.click('#send');
+  const card = lastTurn().locator('.approval');
+  await card.locator('button:has-text("Approve")').waitFor();
+  await expect(card.textContent()).resolves.toContain('notes__add_note');
+  await shot('approval');
+  await card.locator('button:has-text("Approve")').click();
+  await page.locator('.turn[data-status="completed"]').nth(1).waitFor();
+  await expect(lastTurn().locator('.answer').textContent()).resolves.toContain('Done. The notes server said');
+  await expect(lastTurn().locator('.tool.completed[data-tool="notes__add_note"]').count()).resolves.toBe(1);
+  await shot('chat');
+});
+
+test('the approvals inbox lists a waiting call and approves it', async () => {
+  await page.fill('#message', 'remember that the bread is gone');
+  await page.click('#send');
+  await lastTurn().locator('.approval button:has-text("Approve")').waitFor();
+  await page.click('#tab-approvals');
+  const item = page.locator('.inbox-item');
+  await item.waitFor();
+  await expect(item.textContent()).resolves.toContain('the bread is gone');
+  await shot('approvals');
+  await item.locator('button:has-text("Approve")').click();
+  await page.waitForSelector('text=Nothing waits for you.');
+  await page.click('#tab-chat');
+  await page.locator('.turn[data-status="completed"]').nth(2).waitFor();
+});
+
+test('servers and tools: each server with its state, the tools the caller may use with their schemas', async () => {
+  await page.click('#tab-servers');
+  await page.locator('tr[data-server="notes"] td.state-connected').waitFor();
+  await page.locator('tr[data-server="everything"] td.state-connected').waitFor();
+  await shot('servers');
+  await page.click('#tab-tools');
+  await page.locator('.catalog-tool[data-tool="notes__add_note"]').waitFor();
+  await page.locator('.catalog-tool[data-tool="notes__add_note"] summary').click();
+  await expect(page.locator('.catalog-tool[data-tool="notes__add_note"] pre').textContent()).resolves.toContain('"text"');
+  await shot('tools');
+});
+
+test('the API docs page renders the OpenAPI document', async () => {
+  const docs = await browser.newPage();
+  await docs.goto(`${sys.apiUrl}/docs`);
+  await docs.waitForSelector('text=Durable MCP host API');
+  await docs.waitForSelector('[data-path="/v1/sessions/{sessionId}/messages"]');
+  await docs.close();
+});
