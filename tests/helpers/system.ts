@@ -86,6 +86,8 @@ export interface SystemOptions {
   tokenSealKey?: string;
   /** Log the API at debug level into memory (`sys.apiLog()`), e.g. to scan it for secrets. */
   captureApiLog?: boolean;
+  /** Browser origins the API allows (CORS). */
+  corsOrigins?: string[];
 }
 
 export const JWT_ISSUER = 'durable-mcp-host';
@@ -232,6 +234,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       ssePollMs: 25,
       live: { hub: liveHub, secret: liveSecret },
       console: { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233' },
+      ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
     });
     const apiUrl = await app.listen({ host: '127.0.0.1', port: apiPort });
     cleanups.push(() => app.close());
