@@ -10,6 +10,7 @@ import { createLogger } from './logger';
 import { loadMcpConfig } from './mcp/config';
 import { McpServerHub } from './mcp/pool';
 import { configSecrets } from './security/secrets';
+import { createWorkerMetrics, serveMetrics } from './metrics';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './mcp/validate-args';
@@ -48,6 +49,10 @@ async function main(): Promise<void> {
       : createNoopPublisher();
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   const audit = new AuditLog(env.AUDIT_LOG, { redaction });
+  const metrics = createWorkerMetrics({
+    circuits: () => Object.keys(mcpConfig.mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
+  });
+  const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT) : undefined;
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   try {
@@ -69,6 +74,7 @@ async function main(): Promise<void> {
         secrets,
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
         live,
+        metrics: metrics.observer,
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });
@@ -88,6 +94,7 @@ async function main(): Promise<void> {
     process.stdout.write('WORKER_READY\n');
     await worker.run();
   } finally {
+    metricsServer?.close();
     await live.close();
     await hub.close();
     await connection.close();

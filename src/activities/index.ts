@@ -3,6 +3,7 @@ import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError } from '../llm/errors';
 import { isMcpFailure } from '../mcp/failures';
+import type { LlmOutcome, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
@@ -36,6 +37,8 @@ export interface ActivityDeps {
   live?: LivePublisher;
   /** Opens a sealed user token (undefined when it cannot); absent when no seal key is configured. */
   unsealToken?: (sealed: string) => string | undefined;
+  /** Call counts and latencies for the worker's /metrics. */
+  metrics?: WorkerObserver;
 }
 
 export interface ToolCallInput {
@@ -127,6 +130,8 @@ export function createActivities(deps: ActivityDeps) {
 
     async callLlm(req: LlmRequest): Promise<LlmResponse> {
       const ctx = Context.current();
+      const started = performance.now();
+      const observe = (outcome: LlmOutcome) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000);
       return await withHeartbeats(async (beat) => {
         let lastBeat = 0;
         try {
@@ -144,11 +149,16 @@ export function createActivities(deps: ActivityDeps) {
             },
           });
           deps.live?.end(req.turnId, req.step, attempt);
+          observe('ok');
           return response;
         } catch (err) {
           // A cancelled turn is not an LLM failure: report the cancellation as such.
-          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('LLM call cancelled');
+          if (ctx.cancellationSignal.aborted) {
+            observe('cancelled');
+            throw new CancelledFailure('LLM call cancelled');
+          }
           const failure = classifyLlmError(err, deps.secrets);
+          observe(failure.retryable ? 'retryable_error' : 'rejected');
           deps.logger.warn(
             { turnId: req.turnId, step: req.step, attempt: ctx.info.attempt, status: failure.status, retryable: failure.retryable },
             `LLM call failed: ${failure.message}`,
@@ -233,6 +243,8 @@ export function createActivities(deps: ActivityDeps) {
         : undefined;
       // Every attempt is audited: a retried side effect must be visible as such.
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
+      const started = performance.now();
+      const observe = (outcome: ToolOutcomeLabel) => deps.metrics?.toolCall(input.server, input.tool, outcome, (performance.now() - started) / 1000);
       return await withHeartbeats(async (beat) => {
         try {
           const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
@@ -251,6 +263,7 @@ export function createActivities(deps: ActivityDeps) {
           if (auditBase) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: outcome.isError ? 'error' : 'ok', detail: outcome.text.slice(0, 200) });
           }
+          observe(outcome.isError ? 'tool_error' : 'ok');
           return outcome;
         } catch (err) {
           if (auditBase) {
@@ -261,10 +274,15 @@ export function createActivities(deps: ActivityDeps) {
             { turnId: input.turnId, server: input.server, tool: input.tool, attempt: ctx.info.attempt },
             `tool call failed: ${message}`,
           );
-          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
+          if (ctx.cancellationSignal.aborted) {
+            observe('cancelled');
+            throw new CancelledFailure('tool call cancelled');
+          }
           if (isMcpFailure(err, 'permanent')) {
+            observe('permanent_error');
             throw ApplicationFailure.nonRetryable(message, Failure.McpPermanentError);
           }
+          observe('transient_error');
           throw ApplicationFailure.retryable(message, Failure.McpTransientError);
         }
       });

@@ -10,6 +10,7 @@ import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
 import { approvalRoutes } from './routes/approvals';
 import { catalogRoutes } from './routes/catalog';
+import { registerMetrics } from './routes/metrics';
 import { type ConsoleOptions, consoleRoutes } from './routes/console';
 import { eventRoutes } from './routes/events';
 import { liveIngestRoutes } from './routes/live-ingest';
@@ -51,6 +52,8 @@ export interface AppDeps {
   corsOrigins?: readonly string[];
   /** The web console at /console/ (see routes/console.ts); absent: not served. */
   console?: ConsoleOptions;
+  /** Bearer token of GET /metrics (Prometheus); absent: no metrics endpoint. */
+  metricsToken?: string;
 }
 
 /** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
@@ -93,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
+  if (deps.metricsToken) registerMetrics(app, deps.metricsToken);
   // Before the auth hook: a preflight is answered here and never reaches authentication.
   if (deps.corsOrigins?.length) {
     await app.register(cors, {

@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     maxMessageChars: env.MAX_MESSAGE_CHARS,
     ssePollMs: env.SSE_POLL_MS,
     corsOrigins: env.CORS_ORIGINS,
+    ...(env.METRICS_TOKEN ? { metricsToken: env.METRICS_TOKEN } : {}),
     console: {
       namespace: env.TEMPORAL_NAMESPACE,
       ...(env.TEMPORAL_UI_URL ? { temporalUiUrl: env.TEMPORAL_UI_URL } : {}),

@@ -44,6 +44,11 @@ const EnvSchema = z.object({
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
   API_HOST: z.string().min(1).default('127.0.0.1'),
   API_PORT: port.default(3000),
+  /** Worker: serve Prometheus metrics on this port (GET /metrics); unset: no metrics endpoint. */
+  WORKER_METRICS_PORT: port.optional(),
+  WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** API: GET /metrics answers callers presenting this bearer token; unset: no metrics endpoint. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Where the console links a turn: the Temporal web UI (npm start sets it to the dev server's UI). */
   TEMPORAL_UI_URL: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL such as http://127.0.0.1:8233' }).optional(),
   /** `on` (npm start's local mode only): the console offers one-click sign-in as the demo users. */

@@ -88,6 +88,8 @@ export interface SystemOptions {
   captureApiLog?: boolean;
   /** Browser origins the API allows (CORS). */
   corsOrigins?: string[];
+  /** Serves the API's GET /metrics to this bearer token. */
+  metricsToken?: string;
 }
 
 export const JWT_ISSUER = 'durable-mcp-host';
@@ -235,6 +237,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       live: { hub: liveHub, secret: liveSecret },
       console: { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233' },
       ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
+      ...(opts.metricsToken ? { metricsToken: opts.metricsToken } : {}),
     });
     const apiUrl = await app.listen({ host: '127.0.0.1', port: apiPort });
     cleanups.push(() => app.close());

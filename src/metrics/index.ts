@@ -1,0 +1,98 @@
+/**
+ * Prometheus metrics (prom-client) of the worker and the API, in text format. The worker serves its own
+ * on WORKER_METRICS_HOST:WORKER_METRICS_PORT (off unless the port is set); the API serves GET /metrics
+ * to callers presenting METRICS_TOKEN (off unless it is set). Labels never carry user data: servers,
+ * tools, routes, outcomes.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export type LlmOutcome = 'ok' | 'retryable_error' | 'rejected' | 'cancelled';
+export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'permanent_error' | 'cancelled';
+
+/** What the activities report; the worker's registry implements it. */
+export interface WorkerObserver {
+  llmCall(outcome: LlmOutcome, seconds: number): void;
+  toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number): void;
+}
+
+const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+
+export function createWorkerMetrics(opts: { circuits: () => Array<{ server: string; state: keyof typeof CIRCUIT_STATE_VALUE }> }): {
+  registry: Registry;
+  observer: WorkerObserver;
+} {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'dmh_worker_' });
+  const llm = new Histogram({
+    name: 'dmh_llm_call_seconds',
+    help: 'LLM calls (one per activity attempt), by outcome.',
+    labelNames: ['outcome'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const tool = new Histogram({
+    name: 'dmh_tool_call_seconds',
+    help: 'MCP tool calls (one per activity attempt), by server, tool and outcome.',
+    labelNames: ['server', 'tool', 'outcome'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'dmh_mcp_circuit_state',
+    help: "The worker's circuit breaker per MCP server: 0 closed, 1 half open, 2 open.",
+    labelNames: ['server'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of opts.circuits()) this.set({ server: c.server }, CIRCUIT_STATE_VALUE[c.state]);
+    },
+  });
+  return {
+    registry,
+    observer: {
+      llmCall: (outcome, seconds) => llm.observe({ outcome }, seconds),
+      toolCall: (server, toolName, outcome, seconds) => tool.observe({ server, tool: toolName, outcome }, seconds),
+    },
+  };
+}
+
+export function createApiMetrics(): { registry: Registry; request(method: string, route: string, status: number, seconds: number): void } {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'dmh_api_' });
+  const http = new Histogram({
+    name: 'dmh_http_request_duration_seconds',
+    help: 'HTTP requests by method, route pattern and status (SSE streams last as long as the turn).',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
+    registers: [registry],
+  });
+  return { registry, request: (method, route, status, seconds) => http.observe({ method, route, status: String(status) }, seconds) };
+}
+
+/** `Authorization: Bearer <token>` compared in constant time. */
+export function presentsToken(authorization: string | undefined, token: string): boolean {
+  const given = Buffer.from(authorization?.replace(/^Bearer\s+/i, '') ?? '');
+  const want = Buffer.from(token);
+  return given.length === want.length && timingSafeEqual(given, want);
+}
+
+/** The worker's metrics endpoint: GET /metrics on its own port, nothing else. */
+export async function serveMetrics(registry: Registry, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  return server;
+}

@@ -1,0 +1,53 @@
+import { freePort } from '../../src/cli/processes';
+import { postMessage, readSse } from '../helpers/http';
+import { startSystem, type TestSystem } from '../helpers/system';
+
+/**
+ * Prometheus metrics on real processes: the worker's own endpoint and the API's token-guarded
+ * /metrics, scraped after a scripted turn with one tool call; the counters moved as they should.
+ */
+const METRICS_TOKEN = 'metrics-token-for-the-test-0123';
+let sys: TestSystem;
+let workerMetrics: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  workerMetrics = `http://127.0.0.1:${port}/metrics`;
+  sys = await startSystem({ workerEnv: { WORKER_METRICS_PORT: String(port) }, metricsToken: METRICS_TOKEN });
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+/** The value of one sample line, e.g. `name{a="b"} 3`, or undefined when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const labelText = line.slice(name.length + 1, line.indexOf('}'));
+    if (want.every((l) => labelText.split(',').includes(l))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+test('after one turn with a tool call, the worker and the API report it', async () => {
+  const before = await (await fetch(workerMetrics)).text();
+  expect(sample(before, 'dmh_tool_call_seconds_count', { server: 'everything', tool: 'echo', outcome: 'ok' })).toBeUndefined();
+
+  const post = await postMessage(sys.apiUrl, 'metrics', 'echo hi there');
+  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+
+  const worker = await (await fetch(workerMetrics)).text();
+  expect(sample(worker, 'dmh_tool_call_seconds_count', { server: 'everything', tool: 'echo', outcome: 'ok' })).toBe(1);
+  expect(sample(worker, 'dmh_llm_call_seconds_count', { outcome: 'ok' })).toBe(2);
+  expect(sample(worker, 'dmh_mcp_circuit_state', { server: 'everything' })).toBe(0);
+  expect(worker).toContain('dmh_worker_process_cpu_seconds_total');
+
+  expect((await fetch(`${sys.apiUrl}/metrics`)).status).toBe(401);
+  const api = await (await fetch(`${sys.apiUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  expect(sample(api, 'dmh_http_request_duration_seconds_count', { method: 'POST', route: '/v1/sessions/:sessionId/messages', status: '202' })).toBe(1);
+  expect(sample(api, 'dmh_http_request_duration_seconds_count', { method: 'GET', route: '/v1/turns/:turnId/events', status: '200' })).toBe(1);
+  // Ids stay out of the labels.
+  expect(api).not.toContain(post.body.turnId);
+});
