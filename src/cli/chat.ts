@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { parseSseBlock, takeSseBlocks, type SseEvent } from '../shared/sse';
+import { sseEvents, type SseEvent } from '../shared/sse';
 import { mintTokenFromArgs, UsageError } from './mint-token';
 
 const root = path.resolve(__dirname, '..', '..', '..');
@@ -197,15 +197,8 @@ async function main(): Promise<void> {
           return false;
       }
     };
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      const taken = takeSseBlocks(buffer + decoder.decode(chunk, { stream: true }));
-      buffer = taken.rest;
-      for (const block of taken.blocks) {
-        const e = parseSseBlock(block);
-        if (e && (await handle(e))) return;
-      }
+    for await (const e of sseEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+      if (await handle(e)) return;
     }
   };
 

@@ -37,3 +37,17 @@ export function takeSseBlocks(buffer: string): { blocks: string[]; rest: string 
   }
   return { blocks, rest };
 }
+
+/** The events of an SSE byte stream (e.g. a fetch response body), in order, until it ends. */
+export async function* sseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of chunks) {
+    const taken = takeSseBlocks(buffer + decoder.decode(chunk, { stream: true }));
+    buffer = taken.rest;
+    for (const block of taken.blocks) {
+      const event = parseSseBlock(block);
+      if (event) yield event;
+    }
+  }
+}

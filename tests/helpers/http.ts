@@ -1,6 +1,6 @@
-import { parseSseBlock, takeSseBlocks, type SseEvent } from '../../src/shared/sse';
+import { sseEvents, type SseEvent } from '../../src/shared/sse';
 
-export { parseSseBlock, type SseEvent };
+export type { SseEvent };
 
 let defaultHeaders: Record<string, string> = {};
 
@@ -49,19 +49,11 @@ export async function readSse(
       signal: controller.signal,
     });
     if (res.status !== 200 || !res.body) throw new Error(`SSE ${url}: HTTP ${res.status}: ${await res.text()}`);
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      const taken = takeSseBlocks(buffer + decoder.decode(chunk, { stream: true }));
-      buffer = taken.rest;
-      for (const block of taken.blocks) {
-        const e = parseSseBlock(block);
-        if (!e) continue;
-        events.push(e);
-        if (opts.stopAfter?.(e)) {
-          controller.abort();
-          return events;
-        }
+    for await (const e of sseEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+      events.push(e);
+      if (opts.stopAfter?.(e)) {
+        controller.abort();
+        return events;
       }
     }
     return events;
