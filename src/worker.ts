@@ -6,6 +6,7 @@ import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
+import { describeEndpoint } from './llm/errors';
 import { createLogger } from './logger';
 import { loadMcpConfig } from './mcp/config';
 import { McpServerHub } from './mcp/pool';
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
         live,
         metrics: metrics.observer,
+        llmEndpoint: describeEndpoint(env.LLM_BASE_URL),
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });

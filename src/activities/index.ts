@@ -39,6 +39,8 @@ export interface ActivityDeps {
   unsealToken?: (sealed: string) => string | undefined;
   /** Call counts and latencies for the worker's /metrics. */
   metrics?: WorkerObserver;
+  /** The model endpoint as messages may name it (llm/errors.ts describeEndpoint). */
+  llmEndpoint?: string;
 }
 
 export interface ToolCallInput {
@@ -157,7 +159,7 @@ export function createActivities(deps: ActivityDeps) {
             observe('cancelled');
             throw new CancelledFailure('LLM call cancelled');
           }
-          const failure = classifyLlmError(err, deps.secrets);
+          const failure = classifyLlmError(err, deps.secrets, deps.llmEndpoint);
           observe(failure.retryable ? 'retryable_error' : 'rejected');
           deps.logger.warn(
             { turnId: req.turnId, step: req.step, attempt: ctx.info.attempt, status: failure.status, retryable: failure.retryable },
@@ -205,7 +207,7 @@ export function createActivities(deps: ActivityDeps) {
         return { summary: summary.slice(0, input.maxChars) };
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
-        const failure = classifyLlmError(err, deps.secrets);
+        const failure = classifyLlmError(err, deps.secrets, deps.llmEndpoint);
         if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
         throw ApplicationFailure.create({ message: failure.message, type: Failure.LlmUnavailable });
       }

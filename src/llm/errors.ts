@@ -14,13 +14,28 @@ export interface LlmFailure {
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
 const MAX_RETRY_AFTER_MS = 60_000;
 
-export function classifyLlmError(err: unknown, secrets: readonly string[] = []): LlmFailure {
+/** The endpoint as a message may name it: scheme, host, port and path; never credentials or a query. */
+export function describeEndpoint(baseUrl: string): string {
+  try {
+    const url = new URL(baseUrl);
+    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return 'the configured endpoint';
+  }
+}
+
+/**
+ * `endpoint` (from describeEndpoint) makes messages say which model endpoint failed, so a user reading
+ * `llm_unavailable` knows where to look.
+ */
+export function classifyLlmError(err: unknown, secrets: readonly string[] = [], endpoint?: string): LlmFailure {
+  const from = endpoint ? ` from ${endpoint}` : '';
   if (err instanceof APIUserAbortError) {
     return { retryable: true, message: 'the request was aborted' };
   }
   if (err instanceof APIConnectionError) {
     // Includes timeouts: nothing reached the model, or the answer never came back.
-    return { retryable: true, message: scrubSecrets(`cannot reach the model endpoint (${err.message})`, secrets) };
+    return { retryable: true, message: scrubSecrets(`cannot reach the model endpoint${endpoint ? ` ${endpoint}` : ''} (${err.message})`, secrets) };
   }
   if (err instanceof APIError && typeof err.status === 'number') {
     const status = err.status;
@@ -30,7 +45,7 @@ export function classifyLlmError(err: unknown, secrets: readonly string[] = []):
       retryable,
       status,
       retryAfterMs: retryable ? retryAfter(err.headers) : undefined,
-      message: `HTTP ${status}${detail ? `: ${detail}` : ''}`,
+      message: `HTTP ${status}${from}${detail ? `: ${detail}` : ''}`,
     };
   }
   if (err instanceof SyntaxError) {

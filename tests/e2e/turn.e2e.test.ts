@@ -200,6 +200,8 @@ test('an LLM that rejects the request fails the turn with a clear message; the s
   const downTurn = await getJson(`${sys.apiUrl}/v1/turns/${down.body.turnId}`);
   expect(downTurn.body.status).toBe('failed');
   expect(downTurn.body.error.code).toBe('llm_unavailable');
+  // It says which endpoint failed (where to look), never the key.
+  expect(downTurn.body.error.message).toContain(`cannot reach the model endpoint ${new URL(sys.model.url).origin}`);
   sys.model.setFaults([]);
 
   const health = await getJson(`${sys.apiUrl}/healthz`);

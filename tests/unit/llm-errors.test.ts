@@ -1,5 +1,5 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
-import { classifyLlmError } from '../../src/llm/errors';
+import { classifyLlmError, describeEndpoint } from '../../src/llm/errors';
 import { scrubSecrets as redact } from '../../src/security/secrets';
 
 const headers = (h: Record<string, string>) => new Headers(h);
@@ -51,4 +51,14 @@ test('secrets are scrubbed from messages', () => {
   expect(c.message).not.toContain('SECRET');
   expect(c.message).toContain('[redacted]');
   expect(redact('a b', [''])).toBe('a b');
+});
+
+test('messages name the model endpoint without its credentials or query', () => {
+  const endpoint = describeEndpoint('https://user:pw-secret@llm.example:8443/v1/?key=k-secret');
+  expect(endpoint).toBe('https://llm.example:8443/v1');
+  const down = classifyLlmError(new APIConnectionError({ message: 'Connection error.' }), [], endpoint);
+  expect(down.message).toBe('cannot reach the model endpoint https://llm.example:8443/v1 (Connection error.)');
+  const rejected = classifyLlmError(APIError.generate(404, { error: { message: 'model "x" not found' } }, undefined, headers({})), [], endpoint);
+  expect(rejected.message).toBe('HTTP 404 from https://llm.example:8443/v1: model "x" not found');
+  expect(describeEndpoint('not a url')).toBe('the configured endpoint');
 });
