@@ -45,6 +45,18 @@ export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.data/**', '.tools/**', 'coverage/**', '*.config.js', '*.config.mjs'] },
   ...tseslint.configs.recommended,
   {
+    // The console runs in browsers as ES modules: browser globals only, and nothing undeclared.
+    files: ['console/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'fetch', 'EventSource', 'sessionStorage', 'atob', 'alert', 'setInterval', 'clearInterval', 'URL', 'encodeURIComponent', 'JSON', 'Date', 'Object', 'String', 'Error', 'Promise', 'console']
+          .map((name) => [name, 'readonly']),
+      ),
+    },
+    rules: { 'no-undef': 'error' },
+  },
+  {
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
