@@ -33,9 +33,7 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
   const gateway = createTemporalGateway({
     client: sys.client,
     taskQueue: sys.taskQueue,
-    turnOptions,
-    sessionSettings: sessionSettingsFrom(defaultHostConfig()),
-    policy,
+    settings: () => ({ policy, turnOptions, contextByRole: {}, sessionSettings: sessionSettingsFrom(defaultHostConfig()) }),
     catalogCacheMs: 60_000,
   });
 

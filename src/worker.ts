@@ -8,6 +8,7 @@ import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
 import { createLogger } from './logger';
+import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
 import { McpServerHub } from './mcp/pool';
 import { configSecrets } from './security/secrets';
@@ -25,8 +26,26 @@ async function main(): Promise<void> {
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
   }
-  const mcpConfig = loadMcpConfig(env.MCP_CONFIG, process.env);
-  const servers = new McpServerHub(mcpConfig, { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' } });
+  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? ''];
+  // Edits to the MCP config apply without a restart: new servers appear in the next catalog, removed
+  // and changed ones finish their in-flight calls first; an edit that does not load changes nothing.
+  const mcpConfig = reloadableFile({
+    file: env.MCP_CONFIG,
+    what: 'MCP config',
+    load: (file) => loadMcpConfig(file, process.env),
+    apply: (next) => {
+      // Grows with every version: a value once configured is never printed, even after it changed.
+      secrets.push(...configSecrets(next).filter((s) => !secrets.includes(s)));
+      const summary = servers.reconfigure(next);
+      for (const server of [...summary.changed, ...summary.removed]) hub.invalidate(server);
+      logger.info({ ...summary, servers: Object.keys(next.mcpServers) }, 'MCP servers reconfigured');
+      void servers.connectAll();
+    },
+    logger,
+    pollMs: env.CONFIG_POLL_MS,
+  });
+  secrets.push(...configSecrets(mcpConfig.current()));
+  const servers = new McpServerHub(mcpConfig.current(), { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' } });
   const hub = new ResilientHub(
     servers,
     {
@@ -41,7 +60,7 @@ async function main(): Promise<void> {
     apiKey: env.LLM_API_KEY || 'not-needed',
     timeoutMs: env.LLM_TIMEOUT_MS,
   });
-  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...configSecrets(mcpConfig)];
+  const stopReloading = reloadOnSighup([mcpConfig]);
   // Live text is a side channel to the API (no history event per token); without it, clients get
   // the final text only.
   const live =
@@ -51,7 +70,7 @@ async function main(): Promise<void> {
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   const audit = new AuditLog(env.AUDIT_LOG, { redaction });
   const metrics = createWorkerMetrics({
-    circuits: () => Object.keys(mcpConfig.mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
+    circuits: () => Object.keys(mcpConfig.current().mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
   });
   const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT) : undefined;
 
@@ -80,7 +99,7 @@ async function main(): Promise<void> {
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });
-    logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.mcpServers) }, 'worker started');
+    logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.current().mcpServers) }, 'worker started');
     // Connect to every server now rather than inside the first turn; failures are only reported,
     // since a server that is down must not keep the worker (and the other servers) from serving.
     void servers.connectAll().then(
@@ -96,6 +115,8 @@ async function main(): Promise<void> {
     process.stdout.write('WORKER_READY\n');
     await worker.run();
   } finally {
+    stopReloading();
+    mcpConfig.close();
     metricsServer?.close();
     await live.close();
     await hub.close();

@@ -28,8 +28,8 @@ export interface Authenticator {
 export interface AppDeps {
   gateway: TurnGateway;
   auth: Authenticator;
-  /** The tool policy the gateway hands to turns; the catalog route filters by it. */
-  policy: Policy;
+  /** The tool policy in force (read per request, so a reload applies); the catalog route filters by it. */
+  policy: () => Policy;
   /** The audit log's redaction rules, applied to tool arguments shown to approvers (default: the built-in rules). */
   redaction?: RedactionRules;
   /** Per-user and per-tenant limits on message submission (requests per minute). */

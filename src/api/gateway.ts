@@ -11,7 +11,8 @@ import { temporal } from '@temporalio/proto';
 import { sealToken } from '../security/seal';
 import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { ContextSpec, TurnOptions, TurnState, ApprovalInput } from '../shared/turn';
+import type { TurnState, ApprovalInput } from '../shared/turn';
+import type { TurnSettings } from '../config';
 import { Failure, failureTypeOf } from '../shared/failures';
 import {
   approveToolCallUpdate,
@@ -28,9 +29,8 @@ import {
   UserIdKey,
   turnStateQuery,
 } from '../workflows/definitions';
-import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
-import type { SessionInput, SessionSettings, SessionView, SubmitMessageInput } from '../shared/session';
+import type { SessionInput, SessionView, SubmitMessageInput } from '../shared/session';
 
 export { SessionIdKey, TenantIdKey, UserIdKey };
 
@@ -74,18 +74,17 @@ export interface TurnGateway {
 export interface GatewayOptions {
   client: Client;
   taskQueue: string;
-  turnOptions: TurnOptions;
-  /** The tool policy handed to every turn (the workflow enforces it). */
-  policy: Policy;
+  /**
+   * Read at every submission, so a reloaded host config or policy applies to the next turn: the tool
+   * policy handed to every turn (the workflow enforces it), the turn options and the session settings.
+   */
+  settings: () => TurnSettings;
   /** When set, the caller's token travels sealed with it (for servers with `forwardUserToken`). */
   tokenSealKey?: string;
-  /** Context to gather per caller role; other roles get turnOptions.context. */
-  contextByRole?: Record<string, ContextSpec>;
   /** How long a catalog answer is reused; /healthz and /v1/tools must not start a workflow per call. */
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
   catalogTimeoutMs?: number;
-  sessionSettings: SessionSettings;
 }
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
@@ -134,15 +133,16 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   return {
     async submitMessage({ turnId, sessionId, text, user, token }) {
       const owner = { id: user.id, tenant: user.tenant };
+      const { policy, turnOptions, contextByRole, sessionSettings } = opts.settings();
       const message: SubmitMessageInput = {
         turnId,
         text,
         user,
-        policy: opts.policy,
+        policy,
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
-        options: { ...opts.turnOptions, context: opts.contextByRole?.[user.role] ?? opts.turnOptions.context },
+        options: { ...turnOptions, context: contextByRole[user.role] ?? turnOptions.context },
       };
-      const sessionInput: SessionInput = { sessionId, owner, settings: opts.sessionSettings };
+      const sessionInput: SessionInput = { sessionId, owner, settings: sessionSettings };
       try {
         // Update-with-start: the session workflow is created by its first message, atomically.
         const result = await client.workflow.executeUpdateWithStart(submitMessageUpdate, {

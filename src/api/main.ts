@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
-import { ConfigError, loadEnvConfig, loadHostConfig, sessionSettingsFrom, turnOptionsFrom } from '../config';
+import { ConfigError, loadEnvConfig, loadHostConfig, turnSettingsFrom } from '../config';
+import { reloadableFile, reloadOnSighup } from '../config/reload';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
 import { createAuthenticator, issuerAndAudience, loadAuthConfig, mintDevToken } from './auth';
@@ -20,10 +21,13 @@ function demoTokens(secret: string, audience: { issuer: string; audience: string
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
   const env = loadEnvConfig();
-  const host = loadHostConfig(env.HOST_CONFIG);
-  const auth = createAuthenticator(loadAuthConfig(env));
-  const policy = loadPolicyFile(env.POLICY_FILE);
   const logger = createLogger('api', env.LOG_LEVEL);
+  const auth = createAuthenticator(loadAuthConfig(env));
+  // Edits to the host config and the policy apply to the next request without a restart; an edit
+  // that does not load keeps the last good version (and the log says why).
+  const host = reloadableFile({ file: env.HOST_CONFIG, what: 'host config', load: loadHostConfig, logger, pollMs: env.CONFIG_POLL_MS });
+  const policy = reloadableFile({ file: env.POLICY_FILE, what: 'policy', load: loadPolicyFile, logger, pollMs: env.CONFIG_POLL_MS });
+  const stopReloading = reloadOnSighup([host, policy]);
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
@@ -33,15 +37,12 @@ async function main(): Promise<void> {
     gateway: createTemporalGateway({
       client,
       taskQueue: env.TASK_QUEUE,
-      turnOptions: turnOptionsFrom(host),
-      sessionSettings: sessionSettingsFrom(host),
-      contextByRole: host.contextByRole,
-      policy,
+      settings: () => turnSettingsFrom(host.current(), policy.current()),
       ...(env.TOKEN_SEAL_KEY ? { tokenSealKey: env.TOKEN_SEAL_KEY } : {}),
       catalogCacheMs: env.CATALOG_CACHE_MS,
     }),
     auth,
-    policy,
+    policy: policy.current,
     // Approvers see other users' tool arguments as the audit log shows them.
     ...(env.AUDIT_REDACTION ? { redaction: await loadRedactionRules(env.AUDIT_REDACTION) } : {}),
     rateLimits: { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN },
@@ -59,6 +60,9 @@ async function main(): Promise<void> {
   });
 
   const shutdown = async () => {
+    stopReloading();
+    host.close();
+    policy.close();
     await app.close();
     liveHub.close();
     await connection.close();

@@ -18,8 +18,8 @@ import { SYSTEM_MESSAGES } from './system-messages';
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;
-  /** The tool policy the turns enforce: the catalog shows each caller what their model would see. */
-  policy: Policy;
+  /** The tool policy in force (read per request, so a reload applies): the catalog shows each caller what their model would see. */
+  policy: () => Policy;
   /** Redacts tool arguments shown to anyone but the turn's owner (an approver): the audit log's rules. */
   redactArguments: (args: unknown) => unknown;
   /** Per-user and per-tenant limits on message submission (requests per minute). */
@@ -115,7 +115,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     const state = await unavailableOnError(() =>
       gateway.getTurn(turnId, read.after, read.likelyRunning ? { likelyRunning: true } : undefined),
     );
-    if (!state || !readableBy(state, user, opts.policy)) throw notFound(`turn ${turnId}`);
+    if (!state || !readableBy(state, user, opts.policy())) throw notFound(`turn ${turnId}`);
     return state;
   };
 
@@ -179,7 +179,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     async view(user: UserContext, turnId: string): Promise<TurnView> {
       const state = await turn(user, turnId);
       return turnView(state, {
-        approvalTimeoutMs: approvalTimeoutMs(opts.policy),
+        approvalTimeoutMs: approvalTimeoutMs(opts.policy()),
         ...(ownedBy(state, user) ? {} : { redactArguments: opts.redactArguments }),
       });
     },
@@ -188,10 +188,10 @@ export function createTurnService(opts: TurnServiceOptions) {
     async approvals(user: UserContext): Promise<z.output<typeof ApprovalsInbox>> {
       const states = await unavailableOnError(() => gateway.awaitingApproval(user.tenant, INBOX_LIMIT));
       const approvals = states
-        .filter((s) => s.owner && s.owner.tenant === user.tenant && canApprove(opts.policy, user, s.owner.id))
+        .filter((s) => s.owner && s.owner.tenant === user.tenant && canApprove(opts.policy(), user, s.owner.id))
         .flatMap((s) => {
           const redactArgs = ownedBy(s, user) ? (args: unknown) => args : opts.redactArguments;
-          return pendingApprovals(s, approvalTimeoutMs(opts.policy), redactArgs).map((p) => ({
+          return pendingApprovals(s, approvalTimeoutMs(opts.policy()), redactArgs).map((p) => ({
             ...p,
             turnId: s.turnId,
             sessionId: s.sessionId,
@@ -236,7 +236,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     async catalog(user: UserContext) {
       const catalog = await unavailableOnError(() => gateway.catalog());
       return {
-        tools: filterCatalog(opts.policy, user, catalog.tools).map((t) => ({
+        tools: filterCatalog(opts.policy(), user, catalog.tools).map((t) => ({
           name: t.name,
           server: t.server,
           tool: t.tool,

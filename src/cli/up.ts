@@ -7,7 +7,10 @@ import { crossCheck } from '../config/cross-check';
 import { localHostConfig, localPolicy, localPolicyWarning } from '../config/local-mode';
 import { loadPolicyFile, PolicyError } from '../config/policy';
 import { loadMcpConfig, McpConfigError } from '../mcp/config';
+import { reloadableFile } from '../config/reload';
 import { isPortFree, type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
+
+const noop = (): void => undefined;
 
 /**
  * `npm start [-- --config my-mcp.json]`: the whole system on one machine. Temporal dev server (state
@@ -58,26 +61,73 @@ function configArgument(): string | undefined {
   }
 }
 
+/** The local-mode files this run wrote for the user's own servers (rewritten when their MCP config changes). */
+interface LocalFiles {
+  host?: string;
+  policy?: string;
+}
+
+function writeLocalFiles(files: LocalFiles, servers: readonly string[]): void {
+  if (files.host) writeFileSync(files.host, `${JSON.stringify(localHostConfig(servers), null, 2)}\n`);
+  if (files.policy) writeFileSync(files.policy, `${JSON.stringify(localPolicy(servers), null, 2)}\n`);
+}
+
 /**
  * The user's own servers: local-mode host config and policy unless theirs are named, and a warning
- * that says who may use what. Returns the lines to print.
+ * that says who may use what. Returns the lines to print and the files written.
  */
-function prepareOwnServers(env: NodeJS.ProcessEnv, mcpConfig: string): string[] {
+function prepareOwnServers(env: NodeJS.ProcessEnv, mcpConfig: string): { lines: string[]; files: LocalFiles } {
   const servers = Object.keys(loadMcpConfig(mcpConfig, env).mcpServers);
   const dir = path.join(dataDir, 'local');
   mkdirSync(dir, { recursive: true });
   const lines = [`MCP servers: ${mcpConfig} (${servers.join(', ') || 'none'}); the example servers are not started`];
+  const files: LocalFiles = {};
   if (!env.HOST_CONFIG) {
-    env.HOST_CONFIG = path.join(dir, 'host.json');
-    writeFileSync(env.HOST_CONFIG, `${JSON.stringify(localHostConfig(servers), null, 2)}\n`);
+    env.HOST_CONFIG = files.host = path.join(dir, 'host.json');
     lines.push(`host config: ${env.HOST_CONFIG} (no context to read; set HOST_CONFIG for your own)`);
   }
   if (!env.POLICY_FILE) {
-    env.POLICY_FILE = path.join(dir, 'policy.json');
-    writeFileSync(env.POLICY_FILE, `${JSON.stringify(localPolicy(servers), null, 2)}\n`);
+    env.POLICY_FILE = files.policy = path.join(dir, 'policy.json');
     lines.push(localPolicyWarning(servers));
   }
-  return lines;
+  writeLocalFiles(files, servers);
+  return { lines, files };
+}
+
+/**
+ * Edits while the stack runs: the worker reloads the MCP config and the API the host config and policy
+ * by themselves. Here, the local-mode files follow the user's MCP config, and the names are checked
+ * across the three files again.
+ */
+function followEdits(env: NodeJS.ProcessEnv, files: LocalFiles): void {
+  const cfg = loadEnvConfig(env);
+  if (cfg.CONFIG_POLL_MS === 0) return;
+  const say = (line: string) => process.stdout.write(`up: ${line}\n`);
+  // The worker and the API log their own reloads; this only adds what they cannot see.
+  const logger = { info: noop, warn: (o: { reason?: string }, msg: string) => say(`warning: ${msg}: ${o.reason ?? ''}`) };
+  const recheck = () => {
+    try {
+      for (const problem of crossCheckFiles(env)) say(`warning: ${problem}`);
+    } catch {
+      // A file that does not load: the process that reads it says why.
+    }
+  };
+  reloadableFile({
+    file: cfg.MCP_CONFIG,
+    what: 'MCP config',
+    load: (file) => Object.keys(loadMcpConfig(file, env).mcpServers),
+    apply: (servers) => {
+      writeLocalFiles(files, servers);
+      if (files.policy) say(localPolicyWarning(servers));
+      recheck();
+    },
+    logger,
+    pollMs: cfg.CONFIG_POLL_MS,
+  });
+  for (const [file, what] of [[cfg.HOST_CONFIG, 'host config'], [cfg.POLICY_FILE, 'policy']] as const) {
+    if (file === files.host || file === files.policy) continue;
+    reloadableFile({ file, what, load: (f) => readFileSync(f, 'utf8'), apply: recheck, logger, pollMs: cfg.CONFIG_POLL_MS });
+  }
 }
 
 /** Names in the host config and policy that match no configured server, one warning each. */
@@ -130,7 +180,7 @@ async function main(): Promise<void> {
     if (ownConfig) env.MCP_CONFIG = ownConfig;
     env.AUDIT_LOG ??= path.join(dataDir, 'audit.jsonl');
     const own = env.MCP_CONFIG !== undefined && env.MCP_CONFIG !== '' && path.resolve(root, env.MCP_CONFIG) !== EXAMPLE_MCP_CONFIG;
-    const notes = own ? prepareOwnServers(env, path.resolve(root, env.MCP_CONFIG as string)) : [];
+    const local = own ? prepareOwnServers(env, path.resolve(root, env.MCP_CONFIG as string)) : { lines: [], files: {} };
     const apiHost = env.API_HOST || '127.0.0.1';
     await checkPorts([
       ...(!env.TEMPORAL_ADDRESS
@@ -206,7 +256,7 @@ async function main(): Promise<void> {
       env.PAYMENTS_SERVER_URL = match?.[1];
     }
 
-    for (const line of notes) process.stdout.write(`up: ${line}\n`);
+    for (const line of local.lines) process.stdout.write(`up: ${line}\n`);
     for (const problem of crossCheckFiles(env)) process.stdout.write(`up: warning: ${problem}\n`);
 
     // Live text goes from the worker's LLM calls straight to the API (not through history); the
@@ -256,6 +306,7 @@ async function main(): Promise<void> {
         '',
       ].join('\n'),
     );
+    followEdits(env, local.files);
   } catch (err) {
     process.stderr.write(`up: ${err instanceof Error ? err.message : String(err)}\n`);
     const badConfig = err instanceof ConfigError || err instanceof McpConfigError || err instanceof PolicyError;

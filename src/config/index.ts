@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { describeIssues } from '../shared/issues';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
+import type { Policy } from '../shared/policy';
 
 /**
  * Every setting comes from the environment (and the files it names), is validated here once, and
@@ -60,6 +61,8 @@ const EnvSchema = z.object({
     .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o !== ''))
     .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s?#]+$/, 'each origin must be scheme://host[:port], e.g. http://localhost:5173, without a path'))),
   SSE_POLL_MS: positiveInt.default(50),
+  /** Worker and API: how often to check the MCP config, policy and host config for edits (hot reload); 0: only on SIGHUP. */
+  CONFIG_POLL_MS: z.coerce.number().int().nonnegative().default(1_000),
   CATALOG_CACHE_MS: z.coerce.number().int().nonnegative().default(5_000),
   MAX_MESSAGE_CHARS: positiveInt.default(16_000),
   MCP_BREAKER_THRESHOLD: positiveInt.default(5),
@@ -189,4 +192,17 @@ export function sessionSettingsFrom(host: HostConfig): SessionSettings {
     transcriptLimit: s.transcriptLimit,
     maxTurnsPerRun: s.maxTurnsPerRun,
   };
+}
+
+/** What the API hands every new turn and session: the host config's settings and the tool policy. */
+export interface TurnSettings {
+  policy: Policy;
+  turnOptions: TurnOptions;
+  /** Context to gather per caller role; other roles get turnOptions.context. */
+  contextByRole: Record<string, ContextSpec>;
+  sessionSettings: SessionSettings;
+}
+
+export function turnSettingsFrom(host: HostConfig, policy: Policy): TurnSettings {
+  return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, sessionSettings: sessionSettingsFrom(host) };
 }

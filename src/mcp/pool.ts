@@ -8,6 +8,7 @@
  * render.ts turns content into text for the LLM, catalog.ts names and lists the tools, and
  * src/security/secrets.ts says what must never appear in a message.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -92,6 +93,15 @@ interface Slot {
   httpKind?: 'streamable-http' | 'sse';
   /** The stdio child's last stderr lines: the best clue when it dies. */
   stderrTail: string[];
+  /** Replaced or removed by a config reload: a connect still under way is closed, not kept. */
+  replaced?: boolean;
+}
+
+/** What a config reload did to the servers (by name). */
+export interface ReconfigureSummary {
+  added: string[];
+  removed: string[];
+  changed: string[];
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
@@ -211,6 +221,29 @@ export class McpServerHub implements McpHub, McpContextSource {
     );
   }
 
+  /**
+   * Applies a reloaded config. Servers whose settings did not change keep their connection; removed
+   * and changed ones stop taking new requests and close once their in-flight requests are done (a
+   * changed one reconnects with its new settings on next use).
+   */
+  reconfigure(config: McpConfig): ReconfigureSummary {
+    const summary: ReconfigureSummary = { added: [], removed: [], changed: [] };
+    const next = new Map(Object.values(config.mcpServers).map((cfg) => [cfg.name, cfg]));
+    for (const [name, slot] of this.slots) {
+      const cfg = next.get(name);
+      if (cfg && isDeepStrictEqual(cfg, slot.cfg)) continue;
+      (cfg ? summary.changed : summary.removed).push(name);
+      this.dropSlot(slot, cfg ? 'its settings changed in the MCP config' : 'it was removed from the MCP config');
+      this.slots.delete(name);
+    }
+    for (const [name, cfg] of next) {
+      if (this.slots.has(name)) continue;
+      if (!summary.changed.includes(name)) summary.added.push(name);
+      this.slots.set(name, { cfg, secrets: serverSecrets(cfg), stderrTail: [] });
+    }
+    return summary;
+  }
+
   /** The stdio child's pid while connected (diagnostics and tests). */
   serverPid(server: string): number | undefined {
     const conn = this.slots.get(server)?.conn;
@@ -229,6 +262,11 @@ export class McpServerHub implements McpHub, McpContextSource {
     if (!slot) throw new McpPermanentError(server, 'no such MCP server is configured');
     if (slot.cfg.disabled) throw new McpPermanentError(server, 'server is disabled in the MCP config');
     return slot;
+  }
+
+  private dropSlot(slot: Slot, reason: string): void {
+    slot.replaced = true;
+    if (slot.conn) this.retire(slot, slot.conn, reason);
   }
 
   private transportOf(slot: Slot): TransportKind {
@@ -254,9 +292,9 @@ export class McpServerHub implements McpHub, McpContextSource {
       slot.connecting = this.openConnection(slot)
         .then(
           (conn) => {
-            if (this.closed) {
+            if (this.closed || slot.replaced) {
               void this.closeConnection(conn, false);
-              throw this.transient(slot, 'the MCP hub is shut down');
+              throw this.transient(slot, this.closed ? 'the MCP hub is shut down' : 'the server was reconfigured; retry');
             }
             slot.conn = conn;
             slot.lastFailure = undefined;

@@ -161,7 +161,8 @@ export class ResilientHub implements McpHub, McpContextSource {
     return outcome;
   }
 
-  private invalidate(server: string): void {
+  /** Drops the server's cached resources (after a successful call, or when its config changed). */
+  invalidate(server: string): void {
     const prefix = `${server}\u0000`;
     for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
   }

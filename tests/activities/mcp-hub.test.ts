@@ -581,6 +581,43 @@ describe('McpServerHub', () => {
     await h.close();
   });
 
+  it('reconfigure() adds, changes and removes servers; unchanged ones keep their connection, in-flight calls finish', async () => {
+    const h = newHub(makeConfig({ keep: stdioNotes(path.join(dataDir, 'keep.json')), edit: stdioNotes(path.join(dataDir, 'edit-1.json')) }));
+    await h.connectAll();
+    const keepPid = h.serverPid('keep');
+    const oldEditPid = h.serverPid('edit');
+    expect(keepPid).toBeDefined();
+    expect(oldEditPid).toBeDefined();
+
+    // A call in flight (the server reported progress) on the server whose settings change.
+    let started!: () => void;
+    const inFlight = new Promise<void>((resolve) => (started = resolve));
+    const slow = h.callTool({ server: 'edit', tool: 'slow_task', arguments: { seconds: 1 }, onProgress: () => started() });
+    await inFlight;
+    const summary = h.reconfigure(
+      makeConfig({ keep: stdioNotes(path.join(dataDir, 'keep.json')), edit: stdioNotes(path.join(dataDir, 'edit-2.json')), web: { url: web.url } }),
+    );
+    expect(summary).toEqual({ added: ['web'], removed: [], changed: ['edit'] });
+    const finished = await slow;
+    expect(finished.isError).toBe(false);
+    expect(finished.text).toMatch(/slow_task finished after 1s/);
+    // The old child goes once its call is done; the next use starts one with the new settings.
+    await waitFor('the replaced server to exit', () => processGone(oldEditPid!));
+    await h.callTool({ server: 'edit', tool: 'add_note', arguments: { text: 'after the edit' } });
+    expect(h.serverPid('edit')).not.toBe(oldEditPid);
+    expect(readFileSync(path.join(dataDir, 'edit-2.json'), 'utf8')).toContain('after the edit');
+    expect(h.serverPid('keep')).toBe(keepPid);
+    const names = (await h.catalog()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['keep__add_note', 'edit__add_note', 'web__add_note']));
+
+    const editPid = h.serverPid('edit');
+    expect(h.reconfigure(makeConfig({ keep: stdioNotes(path.join(dataDir, 'keep.json')) }))).toEqual({ added: [], removed: ['edit', 'web'], changed: [] });
+    await waitFor('the removed server to exit', () => processGone(editPid!));
+    expect(await rejection(h.callTool({ server: 'edit', tool: 'list_notes', arguments: {} }))).toBeInstanceOf(McpPermanentError);
+    expect((await h.catalog()).servers.map((s) => s.server)).toEqual(['keep']);
+    expect(h.serverPid('keep')).toBe(keepPid);
+  });
+
   it('close() terminates stdio children, is idempotent, and later calls fail transiently', async () => {
     const h = newHub(
       makeConfig({

@@ -79,7 +79,7 @@ const EVE = { authorization: 'Bearer eve@other' };
 async function setup(rateLimits = { userPerMinute: 1_000, tenantPerMinute: 1_000 }) {
   const gateway = fakeGateway();
   const app = await buildApp({ gateway, auth: fakeAuth,
-    policy: openPolicy, rateLimits, maxMessageChars: 100, ssePollMs: 5 });
+    policy: () => openPolicy, rateLimits, maxMessageChars: 100, ssePollMs: 5 });
   // Requests act as alice unless a test says otherwise.
   const asAlice = (opts: InjectOptions) => app.inject({ ...opts, headers: { ...ALICE, ...opts.headers } });
   return { app: { inject: asAlice }, gateway };

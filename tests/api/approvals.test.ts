@@ -46,7 +46,7 @@ const policy = (approverRoles: string[]): Policy => ({
 
 let app: FastifyInstance;
 async function start(approverRoles: string[]) {
-  app = await buildApp({ gateway, auth: fakeAuth, policy: policy(approverRoles), maxMessageChars: 100, ssePollMs: 5 });
+  app = await buildApp({ gateway, auth: fakeAuth, policy: () => policy(approverRoles), maxMessageChars: 100, ssePollMs: 5 });
 }
 beforeEach(() => {
   turns = [waiting(), { ...waiting(), turnId: 'turn-s2-def', sessionId: 's2', owner: { id: 'eve', tenant: 'other' } }];

@@ -57,7 +57,7 @@ async function start(corsOrigins?: string[], consoleOpts?: AppDeps['console']): 
   const app = await buildApp({
     gateway,
     auth: fakeAuth,
-    policy,
+    policy: () => policy,
     maxMessageChars: 100,
     ssePollMs: 5,
     ...(corsOrigins ? { corsOrigins } : {}),

@@ -51,7 +51,7 @@ async function setup() {
   const app = await buildApp({
     gateway,
     auth: fakeAuth,
-    policy: openPolicy,
+    policy: () => openPolicy,
     maxMessageChars: 4000,
     ssePollMs: 5,
     rateLimits: { userPerMinute: 1000, tenantPerMinute: 1000 },

@@ -138,7 +138,7 @@ async function setup(extra: Partial<AppDeps> = {}) {
   const app = await buildApp({
     gateway,
     auth: fakeAuth,
-    policy: openPolicy,
+    policy: () => openPolicy,
     rateLimits: { userPerMinute: 1_000, tenantPerMinute: 1_000 },
     maxMessageChars: 100,
     ssePollMs: 5,

@@ -29,6 +29,7 @@ beforeAll(async () => {
     DEMO_MODEL_PORT: String(await freePort()),
     API_PORT: String(await freePort()),
     INIT_CWD: dir,
+    CONFIG_POLL_MS: '200',
   };
   for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL']) delete env[name];
   const started = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js'), '--config', 'claude_desktop_config.json'], {
@@ -77,3 +78,37 @@ test('a non-admin role sees and uses the pasted server; a turn reads no school c
   const notices = events.filter((e) => e.event === 'notice').map((e) => e.data);
   expect(JSON.stringify(notices)).not.toContain('context_unavailable');
 });
+
+test('an edit to the MCP config applies without a restart; a bad edit keeps the last good one and says why', async () => {
+  const config = path.join(dir, 'claude_desktop_config.json');
+  const headers = bearer(await token('student'));
+  const everything = { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] };
+  const servers = async (): Promise<string[]> => {
+    const tools = await getJson(`${apiUrl}/v1/tools`, headers);
+    expect(tools.status).toBe(200);
+    const listed = tools.body.tools.map((t: { server: string }) => t.server) as string[];
+    return [...new Set(listed)].sort();
+  };
+  const until = async (what: string, predicate: () => Promise<boolean> | boolean) => {
+    const deadline = Date.now() + 30_000;
+    while (!(await predicate())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${up.output().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+
+  writeFileSync(config, JSON.stringify({ mcpServers: { everything, more: everything } }));
+  // The worker connects the new server; the local-mode policy follows the file, and the API reloads
+  // it, so even a student sees the new server's tools.
+  await until('the new server in /v1/tools', async () => (await servers()).includes('more'));
+  expect(await servers()).toEqual(['everything', 'more']);
+  expect(up.output()).toMatch(/MCP servers reconfigured/);
+  expect(up.output()).toMatch(/up: policy: LOCAL MODE: .* may use every tool of everything, more/);
+
+  writeFileSync(config, '{ "mcpServers": { "broken": ');
+  await until('the worker to reject the edit', () => up.output().includes('MCP config not reloaded: the last good version stays in force'));
+  expect(await servers()).toEqual(['everything', 'more']);
+
+  writeFileSync(config, JSON.stringify({ mcpServers: { everything } }));
+  await until('the removed server to leave /v1/tools', async () => !(await servers()).includes('more'));
+}, 120_000);

@@ -10,7 +10,7 @@ import { createAuthenticator, mintDevToken } from '../../src/api/auth';
 import { setDefaultToken } from './http';
 import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
-import { HostConfigSchema, sessionSettingsFrom, turnOptionsFrom } from '../../src/config';
+import { HostConfigSchema, turnSettingsFrom } from '../../src/config';
 import { DEMO_USERS } from '../../src/config/local-mode';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
@@ -216,19 +216,17 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
       : undefined;
     const policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+    const settings = turnSettingsFrom(defaultHostConfig(opts.host), policy);
     const app = await buildApp({
-      policy,
+      policy: () => policy,
       ...(apiLogger ? { logger: apiLogger } : {}),
       auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
       rateLimits: opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 },
       gateway: createTemporalGateway({
         client,
         taskQueue,
-        policy,
         ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
-        turnOptions: turnOptionsFrom(defaultHostConfig(opts.host)),
-        sessionSettings: sessionSettingsFrom(defaultHostConfig(opts.host)),
-        contextByRole: defaultHostConfig(opts.host).contextByRole,
+        settings: () => settings,
         catalogCacheMs: 0,
         catalogTimeoutMs: 10_000,
       }),

@@ -20,10 +20,8 @@ function refusingGateway(type: string) {
   return createTemporalGateway({
     client,
     taskQueue: 'q',
-    turnOptions: {} as TurnOptions,
-    policy: { roles: {}, toolScopes: {} },
+    settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: {} as TurnOptions, contextByRole: {}, sessionSettings: {} as SessionSettings }),
     catalogCacheMs: 0,
-    sessionSettings: {} as SessionSettings,
   });
 }
 
