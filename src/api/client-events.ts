@@ -22,8 +22,9 @@ function livePayload(c: LiveChunk) {
     : { kind: 'delta' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text };
 }
 
-/** One SSE frame: durable events with `id`, live text (`text_delta` / `text_reset`) without. */
+/** One SSE frame: durable events with `id`, live text (`text_delta` / `text_reset`) and `waiting` without. */
 export function sseFrame(turnId: string, item: Delivered): string {
+  if (item.type === 'waiting') return `event: waiting\ndata: ${JSON.stringify(item.waiting)}\n\n`;
   if (item.type === 'live') {
     const { kind, ...data } = livePayload(item.chunk);
     return `event: text_${kind}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -36,6 +37,7 @@ export function sseFrame(turnId: string, item: Delivered): string {
 
 /** The WebSocket messages of one item: every durable event as `event`, plus the seed's status/text/system. */
 export function wsMessages(turnId: string, item: Delivered): ServerMessage[] {
+  if (item.type === 'waiting') return [{ type: 'waiting', payload: item.waiting }];
   if (item.type === 'live') {
     const p = livePayload(item.chunk);
     return p.kind === 'reset'

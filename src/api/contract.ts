@@ -137,6 +137,24 @@ export const PendingApprovalView = z.object({
   deadline: DateTime.describe("When the policy's timeout denies the call if nobody decided."),
 });
 
+/** A pending approval with the route that decides it. */
+export const DecidableApproval = PendingApprovalView.extend({
+  decideUrl: z.string().describe('`/v1/turns/{turnId}/approvals/{toolCallId}`'),
+});
+
+/**
+ * Why a queued turn has not started: the session's turn ahead of it, and what that one waits for. Sent
+ * on a queued turn's streams (SSE `waiting`, WebSocket `waiting`) whenever it changes.
+ */
+export const WaitingView = z.object({
+  turnId: z.string().describe('The queued turn.'),
+  behind: z.string().describe("The session's turn running now; the queued one starts when it ends."),
+  status: z.enum(['running', 'awaiting_approval']).describe('What the turn ahead is doing.'),
+  pendingApprovals: z.array(DecidableApproval).describe('Its calls waiting for a decision (empty unless `awaiting_approval`).'),
+  cancelUrl: z.string().describe('`/v1/turns/{behind}/cancel`: cancelling the turn ahead lets the queued one start.'),
+});
+export type WaitingView = z.output<typeof WaitingView>;
+
 export const TurnView = z.object({
   turnId: z.string(),
   sessionId: z.string(),
@@ -156,11 +174,10 @@ export const ApprovalsQuery = z.object({
 });
 export const ApprovalsInbox = z.object({
   approvals: z.array(
-    PendingApprovalView.extend({
+    DecidableApproval.extend({
       turnId: z.string(),
       sessionId: z.string(),
       owner: z.string().describe("The id of the user whose turn it is."),
-      decideUrl: z.string().describe('`/v1/turns/{turnId}/approvals/{toolCallId}`'),
     }),
   ),
 });
@@ -185,6 +202,10 @@ export const SessionMessages = z.object({
   summary: z.string().optional().describe('Summary of the older messages the model no longer sees verbatim.'),
   activeTurnId: z.string().optional().describe('The turn running now, if any.'),
   queuedTurnIds: z.array(z.string()).describe('Turns waiting behind the active one, in order.'),
+  pendingApprovals: z
+    .array(DecidableApproval)
+    .optional()
+    .describe("The active turn's calls waiting for a decision: the queued turns wait for them too (present while it is `awaiting_approval`)."),
   firstRetainedIndex: z.number().int().nonnegative().describe('Position in the whole conversation of the first message returned.'),
   totalMessages: z.number().int().nonnegative().describe('Messages in the whole conversation, retained or not.'),
 });
@@ -278,6 +299,7 @@ export const WsServerFrame = z.discriminatedUnion('type', [
   ),
   frame('text_delta', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), offset: z.number().int(), content: z.string() })),
   frame('text_reset', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), reason: z.string() })),
+  frame('waiting', WaitingView),
   frame('pong', z.object({ at: z.string() })),
   frame('approval', z.object({ turnId: z.string(), toolCallId: z.string(), decision: z.enum(['approved', 'rejected']) })),
   frame('error', z.object({ code: z.string(), message: z.string(), turnId: z.string().optional() })),

@@ -56,7 +56,8 @@ export interface TurnGateway {
   /** Adds a message to the caller's session (started if new); its turn runs after those queued before it. */
   submitMessage(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string }): Promise<SubmitOutcome>;
   /** The caller's session, or null when they have none under that id. */
-  getSession(user: UserContext, sessionId: string): Promise<SessionView | null>;
+  /** The session of `owner` (the caller, or a turn's owner), or null. */
+  getSession(owner: { id: string; tenant: string }, sessionId: string): Promise<SessionView | null>;
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** Requests cancellation; the workflow stops at its next step and reports `cancelled`. */
   cancelTurn(turnId: string): Promise<void>;

@@ -95,6 +95,7 @@ Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or dup
 | \`text\` | \`{ text }\`: the final answer |
 | \`text_delta\` | \`{ step, attempt, offset, text }\`, no \`id\`: a piece of the answer while the model streams it; append \`text\` at \`offset\`. Text of step n comes after every event up to that step's \`calling_llm\` status |
 | \`text_reset\` | \`{ step, attempt, reason }\`, no \`id\`: discard the partial text of that step (the model call is retried) |
+| \`waiting\` | \`{ turnId, behind, status, pendingApprovals, cancelUrl }\`, no \`id\`: while the turn is queued, what holds it up, sent when it changes: the session's turn ahead (\`behind\`), whether that one is \`running\` or \`awaiting_approval\`, its pending calls (each with \`deadline\` and \`decideUrl\`), and \`cancelUrl\` to cancel it |
 | \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\` |
 | \`approval_required\` | \`{ toolCallId, name, server, tool, arguments, step }\`: decide with \`POST /v1/turns/{turnId}/approvals/{toolCallId}\` |
 | \`approval_decided\` | \`{ toolCallId, decision: approved, rejected or timed_out, by? }\` |
@@ -136,6 +137,8 @@ Server to client:
   - \`text_delta\` \`{ turnId, step, attempt, offset, content }\` while the model writes (live, no id; a socket that
     joins mid-step gets the text so far at offset 0) and \`text_reset\` \`{ turnId, step, attempt }\`: drop the partial
     text of that step (the model call is retried);
+  - \`waiting\` \`{ turnId, behind, status, pendingApprovals, cancelUrl }\` while a turn is queued, when what holds it
+    up changes (live, no id; see the SSE \`waiting\` event);
 - \`error\` \`{ code, message, turnId? }\` for a refused frame: \`invalid_json\`, \`invalid_message\`, \`unknown_type\`,
   \`payload_too_large\`, \`rate_limited\`, \`session_busy\`, \`unavailable\`, \`not_found\`, \`already_finished\`. The socket stays open.
 

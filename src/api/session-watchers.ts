@@ -10,7 +10,7 @@ import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
 import { wsMessages } from './client-events';
 import type { ServerMessage } from './contract';
 import type { TurnGateway } from './gateway';
-import { followTurn, type TurnFeed } from './turn-follower';
+import { type FollowOptions, followTurn, type TurnFeed } from './turn-follower';
 import { ownedBy } from './turn-service';
 
 /** One socket, as a watcher sees it. */
@@ -31,6 +31,8 @@ export interface SessionWatchersOptions {
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** Registers work in flight, so closing the app can wait for it. */
   track(p: Promise<unknown>): void;
+  /** What a queued turn waits for (see FollowOptions.waitingOn). */
+  waitingOn?: FollowOptions['waitingOn'];
 }
 
 /** Finished turns remembered per watcher, so a late answer from a poll does not replay them. */
@@ -111,6 +113,7 @@ export function createSessionWatchers(opts: SessionWatchersOptions) {
         // Sessions are per user, so this holds; checked anyway: nobody else's events ever leave.
         accept: (state) => ownedBy(state, w.user),
         onPollError: (err) => opts.log.warn({ err, turnId }, 'websocket: polling turn failed; retrying'),
+        ...(opts.waitingOn ? { waitingOn: opts.waitingOn } : {}),
       },
     );
     const follower: Follower = { turnId, log: [], feed };
@@ -120,7 +123,8 @@ export function createSessionWatchers(opts: SessionWatchersOptions) {
         // Ended, or not the caller's: settled. Not found (yet) or stopped: a later poll may find it.
         if (item.type === 'end') return item.outcome === 'finished' || item.outcome === 'foreign';
         for (const message of wsMessages(turnId, item)) {
-          if (item.type === 'live') {
+          // Live text and waiting notes are of the moment: sent to who is connected, never replayed.
+          if (item.type === 'live' || item.type === 'waiting') {
             for (const l of w.listeners) l.send(message);
             continue;
           }

@@ -11,12 +11,15 @@
 import type { LiveChunk } from '../live/chunk';
 import type { LiveTextHub } from '../live/hub';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
+import type { WaitingView } from './contract';
 import type { TurnGateway } from './gateway';
 
 export type FeedItem =
   | { type: 'event'; event: TurnEvent }
   /** A `delta` or `reset` chunk, normalized by the hub; the first may be the step's text so far (offset 0). */
   | { type: 'live'; chunk: LiveChunk }
+  /** A queued turn: what it waits for, whenever that changes (not durable, no event id). */
+  | { type: 'waiting'; waiting: WaitingView }
   | { type: 'end'; outcome: FeedOutcome };
 
 /**
@@ -53,6 +56,10 @@ export interface FollowOptions {
   accept?: (state: TurnState) => boolean;
   /** A failed poll (Temporal blip): the feed keeps its place and tries again. */
   onPollError?: (err: unknown) => void;
+  /** While the turn is queued (its last status is phase `queued`), asked every `waitingCheckMs` what it waits for. */
+  waitingOn?: (state: TurnState) => Promise<WaitingView | undefined>;
+  /** Default 1000: each check costs two Temporal queries (the session, the turn ahead). */
+  waitingCheckMs?: number;
 }
 
 /** Early polls per held step: enough for one that raced the workflow task, bounded if the event never shows. */
@@ -71,6 +78,9 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   let pollSoon = false;
   let early = { step: 0, polls: 0 };
   let wake: (() => void) | undefined;
+  /** The turn's last delivered status is phase `queued`: it waits for the session's turn ahead. */
+  let queued = false;
+  let waiting = { checkedAt: 0, last: '' };
 
   const onChunk = (c: LiveChunk): void => {
     if (stopped || c.kind === 'end') return;
@@ -168,6 +178,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
           if (event.id <= lastId) continue;
           lastId = event.id;
           yield { type: 'event', event };
+          if (event.type === 'status') queued = event.data.phase === 'queued';
           if (event.type === 'status' && event.data.phase === 'calling_llm' && typeof event.data.step === 'number') {
             durableStep = Math.max(durableStep, event.data.step);
             yield* release();
@@ -181,6 +192,13 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
         // `steps` counts the calling_llm events so far, including those before `after`.
         durableStep = Math.max(durableStep, state.steps ?? 0);
         yield* release();
+        if (queued && opts.waitingOn && Date.now() - waiting.checkedAt >= (opts.waitingCheckMs ?? 1_000)) {
+          waiting.checkedAt = Date.now();
+          const now = await opts.waitingOn(state).catch((err: unknown) => void opts.onPollError?.(err));
+          const key = now ? JSON.stringify(now) : '';
+          if (now && key !== waiting.last && !stopped) yield { type: 'waiting', waiting: now };
+          if (now) waiting.last = key;
+        }
         delay = lastId > before ? pollMs : Math.min(delay * 2, maxIdlePollMs);
         state = undefined;
         yield* pause(delay, true);

@@ -11,7 +11,7 @@ import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import { turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
-import type { ApprovalsInbox, Health, PendingApprovalView, SessionMessages, TurnView } from './contract';
+import type { ApprovalsInbox, DecidableApproval, Health, PendingApprovalView, SessionMessages, TurnView, WaitingView } from './contract';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
 import { SYSTEM_MESSAGES } from './system-messages';
@@ -72,6 +72,11 @@ export function pendingApprovals(state: TurnState, timeoutMs: number, redactArgu
         deadline: new Date(Date.parse(requestedAt) + timeoutMs).toISOString(),
       };
     });
+}
+
+/** The owner's pending calls of `state` with the route that decides each. */
+function decidable(state: TurnState, timeoutMs: number): Array<z.output<typeof DecidableApproval>> {
+  return pendingApprovals(state, timeoutMs, (args) => args).map((p) => ({ ...p, decideUrl: `/v1/turns/${state.turnId}/approvals/${p.toolCallId}` }));
 }
 
 /**
@@ -207,9 +212,33 @@ export function createTurnService(opts: TurnServiceOptions) {
       return (await unavailableOnError(() => gateway.getSession(user, sessionId))) !== null;
     },
 
+    /**
+     * What the queued turn `state` waits for: the session's turn ahead of it, and that turn's pending
+     * approvals (a decision nobody takes holds the whole session up to the policy's timeout). Undefined
+     * once it runs (or ended). Only the owner follows a queued turn, so arguments are not redacted.
+     */
+    async waitingOn(state: TurnState): Promise<WaitingView | undefined> {
+      if (!state.owner || TERMINAL_STATUSES.includes(state.status)) return undefined;
+      const session = await gateway.getSession(state.owner, state.sessionId);
+      const behind = session?.activeTurnId;
+      if (!behind || behind === state.turnId || !session?.queuedTurnIds.includes(state.turnId)) return undefined;
+      const ahead = await gateway.getTurn(behind);
+      if (!ahead || TERMINAL_STATUSES.includes(ahead.status)) return undefined;
+      return {
+        turnId: state.turnId,
+        behind,
+        status: ahead.status === 'awaiting_approval' ? 'awaiting_approval' : 'running',
+        pendingApprovals: decidable(ahead, approvalTimeoutMs(opts.policy())),
+        cancelUrl: `/v1/turns/${behind}/cancel`,
+      };
+    },
+
     async session(user: UserContext, sessionId: string): Promise<z.output<typeof SessionMessages>> {
       const view = await unavailableOnError(() => gateway.getSession(user, sessionId));
       if (!view) throw notFound(`session ${sessionId}`);
+      const activeId = view.activeTurnId;
+      const activeTurn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
+      const pending = activeTurn?.status === 'awaiting_approval' ? decidable(activeTurn, approvalTimeoutMs(opts.policy())) : [];
       return {
         sessionId,
         messages: view.messages,
@@ -218,6 +247,7 @@ export function createTurnService(opts: TurnServiceOptions) {
         ...(view.summary ? { summary: view.summary } : {}),
         ...(view.activeTurnId ? { activeTurnId: view.activeTurnId } : {}),
         queuedTurnIds: view.queuedTurnIds,
+        ...(pending.length ? { pendingApprovals: pending } : {}),
       };
     },
 

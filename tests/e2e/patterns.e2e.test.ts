@@ -1,5 +1,6 @@
 import { bearer, getJson, postJson, postMessage, readSse, type SseEvent } from '../helpers/http';
 import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
+import { connectWs } from '../helpers/ws';
 
 /**
  * Seed 000 §9.3, the five interaction patterns, through the real host: HTTP API → Temporal → worker →
@@ -90,11 +91,36 @@ test('a refund waits for approval (the policy says so), then runs once; asked ag
   const asked = waiting.find((e) => e.event === 'approval_required');
   expect(asked?.data).toMatchObject({ name: 'payments__refund_payment', arguments: { transactionId: txId } });
   expect(sys.store().transactions.find((t) => t.id === txId)?.status).toBe('succeeded');
-  const decided = await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/approvals/${asked?.data.toolCallId as string}`, { approve: true });
+
+  // A later message of the session queues behind it, and its streams say why, with the way out.
+  const socket = await connectWs(`${sys.apiUrl.replace(/^http/, 'ws')}/ws?sessionId=refunds`, bearer(await sys.token('admin')));
+  const later = await postMessage(sys.apiUrl, 'refunds', 'hello');
+  expect(later.body.position).toBe(1);
+  const held = await readSse(`${sys.apiUrl}${later.body.eventsUrl as string}`, { timeoutMs: 30_000, stopAfter: (e) => e.event === 'waiting' });
+  const why = held.find((e) => e.event === 'waiting')?.data;
+  const toolCallId = asked?.data.toolCallId as string;
+  expect(why).toMatchObject({
+    turnId: later.body.turnId,
+    behind: post.body.turnId,
+    status: 'awaiting_approval',
+    cancelUrl: `/v1/turns/${post.body.turnId as string}/cancel`,
+    pendingApprovals: [{ toolCallId, name: 'payments__refund_payment', arguments: { transactionId: txId }, decideUrl: `/v1/turns/${post.body.turnId as string}/approvals/${toolCallId}` }],
+  });
+  expect(Date.parse(why?.pendingApprovals[0].deadline)).toBeGreaterThan(Date.now());
+  const frame = await socket.next((f) => f.type === 'waiting' && f.payload.turnId === later.body.turnId, 30_000);
+  expect(frame.payload).toEqual(why);
+  socket.ws.close();
+  const session = await getJson(`${sys.apiUrl}/v1/sessions/refunds/messages`);
+  expect(session.body).toMatchObject({ activeTurnId: post.body.turnId, queuedTurnIds: [later.body.turnId], pendingApprovals: [{ toolCallId }] });
+
+  const decided = await postJson(`${sys.apiUrl}${why?.pendingApprovals[0].decideUrl as string}`, { approve: true });
   expect(decided.body.decision).toBe('approved');
   const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
   expect(events.at(-1)?.event).toBe('done');
   expect(sys.store().transactions.find((t) => t.id === txId)?.status).toBe('refunded');
+  const released = await readSse(`${sys.apiUrl}${later.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+  expect(released.at(-1)?.event).toBe('done');
+  expect((await getJson(`${sys.apiUrl}/v1/sessions/refunds/messages`)).body.pendingApprovals).toBeUndefined();
 
   const again = await turn("Refund Carol's payment");
   expect(again.state.text).toBe('Carol Chen has no paid invoice: nothing to refund.');

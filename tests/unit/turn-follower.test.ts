@@ -34,6 +34,7 @@ const delta = (turnId: string, step: number, offset: number, text: string, attem
 function label(item: FeedItem): string {
   if (item.type === 'end') return `end:${item.outcome}`;
   if (item.type === 'live') return item.chunk.kind === 'reset' ? `r${item.chunk.step}` : `d${item.chunk.step}:${item.chunk.text}`;
+  if (item.type === 'waiting') return `w:${item.waiting.behind}:${item.waiting.status}:${item.waiting.pendingApprovals.length}`;
   const phase = item.event.data.phase === 'calling_llm' ? `:llm${String(item.event.data.step)}` : '';
   return `e${item.event.id}:${item.event.type}${phase}`;
 }
@@ -211,4 +212,42 @@ test('stop() ends the feed promptly, also while it waits for the next poll', asy
   // Unsubscribed: later text goes nowhere.
   hub.ingest([delta(t.state.turnId, 1, 0, 'late')]);
   expect(c.items).toHaveLength(2);
+});
+
+test('a queued turn reports what it waits for when that changes, and stops asking once it runs', async () => {
+  const t = fakeTurn();
+  t.emit('status', { status: 'running', phase: 'queued' });
+  let ahead: { status: 'running' | 'awaiting_approval'; approvals: number } | undefined = { status: 'running', approvals: 0 };
+  let asked = 0;
+  const waitingOn = async (state: TurnState) => {
+    asked++;
+    if (!ahead) return undefined;
+    const approval = { toolCallId: 'c1', name: 'pay__refund', server: 'pay', tool: 'refund', arguments: {}, requestedAt: '', deadline: '', decideUrl: '/x' };
+    return {
+      turnId: state.turnId,
+      behind: 'turn-s-0',
+      status: ahead.status,
+      pendingApprovals: Array.from({ length: ahead.approvals }, () => approval),
+      cancelUrl: '/v1/turns/turn-s-0/cancel',
+    };
+  };
+  const c = collect(follow({ gateway: t.gateway }, { turnId: t.state.turnId, pollMs: 2, waitingOn, waitingCheckMs: 5 }));
+  await c.until((i) => i.includes('w:turn-s-0:running:0'));
+  // Unchanged: asked again, not repeated.
+  const before = asked;
+  await new Promise((r) => setTimeout(r, 40));
+  expect(asked).toBeGreaterThan(before);
+  expect(c.items.filter((i) => i.startsWith('w:'))).toHaveLength(1);
+
+  ahead = { status: 'awaiting_approval', approvals: 1 };
+  await c.until((i) => i.includes('w:turn-s-0:awaiting_approval:1'));
+
+  // The turn ahead ended: this one starts, and the feed stops asking.
+  ahead = undefined;
+  t.emit('status', { status: 'running', phase: 'gathering_context' });
+  await c.until((i) => i.includes('e2:status'));
+  const settled = asked;
+  await new Promise((r) => setTimeout(r, 40));
+  expect(asked).toBe(settled);
+  expect(c.items.filter((i) => i.startsWith('w:'))).toEqual(['w:turn-s-0:running:0', 'w:turn-s-0:awaiting_approval:1']);
 });

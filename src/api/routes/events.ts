@@ -53,6 +53,8 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
         pollMs: opts.pollMs,
         // Temporal blips must not kill the stream: the client keeps its place and we try again.
         onPollError: (err) => request.log.warn({ err, turnId }, 'polling turn failed; retrying'),
+        // A queued turn says what holds it up (the turn ahead, its pending approvals).
+        waitingOn: (state) => opts.service.waitingOn(state),
       },
     );
     request.raw.on('close', () => feed.stop());

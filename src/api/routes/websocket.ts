@@ -90,6 +90,7 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     pollMs: deps.pollMs,
     log: app.log,
     track,
+    waitingOn: (state) => deps.service.waitingOn(state),
   });
 
   const send = (conn: Conn, message: ServerMessage): void => {
