@@ -80,7 +80,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   let wake: (() => void) | undefined;
   /** The turn's last delivered status is phase `queued`: it waits for the session's turn ahead. */
   let queued = false;
-  let waiting = { checkedAt: 0, last: '' };
+  const waiting = { checkedAt: 0, last: '' };
 
   const onChunk = (c: LiveChunk): void => {
     if (stopped || c.kind === 'end') return;
