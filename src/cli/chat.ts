@@ -124,6 +124,8 @@ async function main(): Promise<void> {
     if (res.status !== 200 || !res.body) throw new Error(`events: HTTP ${res.status}`);
     let shown = '';
     let speaking = false;
+    /** Approvals of the turn ahead already put to the user (a `waiting` event repeats when anything changes). */
+    const askedAhead = new Set<string>();
     const say = (text: string): void => {
       if (!speaking) out('assistant> ');
       speaking = true;
@@ -164,6 +166,27 @@ async function main(): Promise<void> {
         case 'notice':
           out(`  ! ${String(d['message'])}\n`);
           return false;
+        case 'waiting': {
+          // Queued behind a turn that waits for a decision: decide it here, or cancel it to go on.
+          const pending = (d['pendingApprovals'] as Array<Record<string, unknown>> | undefined) ?? [];
+          for (const p of pending) {
+            if (askedAhead.has(String(p['toolCallId']))) continue;
+            askedAhead.add(String(p['toolCallId']));
+            endLine();
+            const until = new Date(String(p['deadline'])).toLocaleTimeString();
+            out(`  ? the turn ahead waits for approval of ${String(p['name'])} ${JSON.stringify(p['arguments'] ?? {})} (denied at ${until} if nobody decides). Approve, deny or cancel that turn? [y/N/c] `);
+            const answer = ((await lines.next()) ?? '').trim();
+            if (/^c(ancel)?$/i.test(answer)) {
+              const r = await api('POST', String(d['cancelUrl']));
+              out(r.status === 202 ? '  cancelling the turn ahead\n' : `  (cancel refused: ${problem(r)})\n`);
+              break;
+            }
+            const approve = /^y(es)?$/i.test(answer);
+            const r = await api('POST', String(p['decideUrl']), { approve });
+            out(r.status === 200 ? `  ${approve ? 'approved' : 'denied'}\n` : `  (decision refused: ${problem(r)})\n`);
+          }
+          return false;
+        }
         case 'approval_required': {
           endLine();
           out(`  ? ${String(d['name'])} ${JSON.stringify(d['arguments'] ?? {})} needs approval. Approve? [y/N] `);

@@ -102,3 +102,32 @@ test('naming a session again resumes it with its last messages', async () => {
   c.child.stdin.end();
   expect(await c.exited).toBe(0);
 });
+
+test('queued behind a turn that waits for approval: the chat says so and offers to decide or cancel it', async () => {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  // Sent from elsewhere (another tab): it waits for a decision nobody has taken yet.
+  const first = await fetch(`${sys.apiUrl}/v1/sessions/cli-3/messages`, { method: 'POST', headers, body: JSON.stringify({ text: 'remember that the bins go out on Monday' }) });
+  expect(first.status).toBe(202);
+  const { turnId } = (await first.json()) as { turnId: string };
+  for (let i = 0; i < 200; i++) {
+    const view = (await (await fetch(`${sys.apiUrl}/v1/turns/${turnId}`, { headers })).json()) as { status: string };
+    if (view.status === 'awaiting_approval') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const c = chat('cli-3');
+  let at = await c.until(/you> /);
+  c.type('hello');
+  at = await c.until(/\(queued behind an earlier message of this session\)\n/, at);
+  at = await c.until(
+    /\? the turn ahead waits for approval of notes__add_note \{"text":"the bins go out on Monday"\} \(denied at [^)]+ if nobody decides\)\. Approve, deny or cancel that turn\? \[y\/N\/c\] /,
+    at,
+  );
+  c.type('c');
+  at = await c.until(/ {2}cancelling the turn ahead\n/, at);
+  at = await c.until(/assistant> Hello! I am the demo model[^\n]*\n/, at);
+  c.child.stdin.end();
+  expect(await c.exited).toBe(0);
+  const ahead = (await (await fetch(`${sys.apiUrl}/v1/turns/${turnId}`, { headers })).json()) as { status: string };
+  expect(ahead.status).toBe('cancelled');
+});

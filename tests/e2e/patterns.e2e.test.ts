@@ -97,7 +97,7 @@ test('a refund waits for approval (the policy says so), then runs once; asked ag
   const later = await postMessage(sys.apiUrl, 'refunds', 'hello');
   expect(later.body.position).toBe(1);
   const held = await readSse(`${sys.apiUrl}${later.body.eventsUrl as string}`, { timeoutMs: 30_000, stopAfter: (e) => e.event === 'waiting' });
-  const why = held.find((e) => e.event === 'waiting')?.data;
+  const why = held.find((e) => e.event === 'waiting')?.data as { pendingApprovals: Array<{ deadline: string; decideUrl: string }> } | undefined;
   const toolCallId = asked?.data.toolCallId as string;
   expect(why).toMatchObject({
     turnId: later.body.turnId,
@@ -106,14 +106,14 @@ test('a refund waits for approval (the policy says so), then runs once; asked ag
     cancelUrl: `/v1/turns/${post.body.turnId as string}/cancel`,
     pendingApprovals: [{ toolCallId, name: 'payments__refund_payment', arguments: { transactionId: txId }, decideUrl: `/v1/turns/${post.body.turnId as string}/approvals/${toolCallId}` }],
   });
-  expect(Date.parse(why?.pendingApprovals[0].deadline)).toBeGreaterThan(Date.now());
+  expect(Date.parse(why?.pendingApprovals[0]?.deadline ?? '')).toBeGreaterThan(Date.now());
   const frame = await socket.next((f) => f.type === 'waiting' && f.payload.turnId === later.body.turnId, 30_000);
   expect(frame.payload).toEqual(why);
   socket.ws.close();
   const session = await getJson(`${sys.apiUrl}/v1/sessions/refunds/messages`);
   expect(session.body).toMatchObject({ activeTurnId: post.body.turnId, queuedTurnIds: [later.body.turnId], pendingApprovals: [{ toolCallId }] });
 
-  const decided = await postJson(`${sys.apiUrl}${why?.pendingApprovals[0].decideUrl as string}`, { approve: true });
+  const decided = await postJson(`${sys.apiUrl}${why?.pendingApprovals[0]?.decideUrl ?? ''}`, { approve: true });
   expect(decided.body.decision).toBe('approved');
   const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
   expect(events.at(-1)?.event).toBe('done');
