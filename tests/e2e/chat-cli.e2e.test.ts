@@ -125,7 +125,7 @@ test('queued behind a turn that waits for approval: the chat says so and offers 
   );
   c.type('c');
   at = await c.until(/ {2}cancelling the turn ahead\n/, at);
-  at = await c.until(/assistant> Hello! I am the demo model[^\n]*\n/, at);
+  await c.until(/assistant> Hello! I am the demo model[^\n]*\n/, at);
   c.child.stdin.end();
   expect(await c.exited).toBe(0);
   const ahead = (await (await fetch(`${sys.apiUrl}/v1/turns/${turnId}`, { headers })).json()) as { status: string };
