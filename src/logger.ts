@@ -56,3 +56,37 @@ export function withSafeRequestLog(logger: Logger): Logger {
     },
   );
 }
+
+type TemporalLevel = 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+type TemporalMeta = Record<string | symbol, unknown>;
+
+const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+
+/**
+ * The Temporal SDK's logger (Runtime.install) on top of ours: the SDK's own messages, workflow `log`
+ * calls (with workflowId, which is the turn id for turns) and activity logs come out as the same pino
+ * JSON lines as everything else.
+ */
+export function temporalLogger(logger: Logger): {
+  log(level: TemporalLevel, message: string, meta?: TemporalMeta): void;
+  trace(message: string, meta?: TemporalMeta): void;
+  debug(message: string, meta?: TemporalMeta): void;
+  info(message: string, meta?: TemporalMeta): void;
+  warn(message: string, meta?: TemporalMeta): void;
+  error(message: string, meta?: TemporalMeta): void;
+} {
+  const sdk = logger.child({ component: 'temporal' });
+  const log = (level: TemporalLevel, message: string, meta?: TemporalMeta): void => {
+    // Symbol keys (the SDK's internal timestamp) are not data.
+    const fields = meta ? Object.fromEntries(Object.entries(meta)) : {};
+    sdk[PINO_LEVEL[level] ?? 'info'](fields, message);
+  };
+  return {
+    log,
+    trace: (m, meta) => log('TRACE', m, meta),
+    debug: (m, meta) => log('DEBUG', m, meta),
+    info: (m, meta) => log('INFO', m, meta),
+    warn: (m, meta) => log('WARN', m, meta),
+    error: (m, meta) => log('ERROR', m, meta),
+  };
+}

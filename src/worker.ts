@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
-import { createLogger } from './logger';
+import { createLogger, temporalLogger } from './logger';
 import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
 import { McpServerHub } from './mcp/pool';
@@ -23,6 +23,12 @@ const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
 async function main(): Promise<void> {
   const env = loadEnvConfig();
   const logger = createLogger('worker', env.LOG_LEVEL);
+  // One log stream: the SDK's messages (its native core's too) and workflow and activity logs go
+  // through pino like the worker's own.
+  Runtime.install({
+    logger: temporalLogger(logger),
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+  });
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
   }

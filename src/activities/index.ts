@@ -11,6 +11,7 @@ import { withUserToken } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
+import { sessionOfTurn } from '../shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, ToolOutcome } from '../shared/tool-types';
 import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
@@ -246,7 +247,15 @@ export function createActivities(deps: ActivityDeps) {
       // Every attempt is audited: a retried side effect must be visible as such.
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
       const started = performance.now();
-      const observe = (outcome: ToolOutcomeLabel) => deps.metrics?.toolCall(input.server, input.tool, outcome, (performance.now() - started) / 1000);
+      // One info line per attempt: names, duration and outcome, never arguments or results.
+      const observe = (outcome: ToolOutcomeLabel) => {
+        const seconds = (performance.now() - started) / 1000;
+        deps.metrics?.toolCall(input.server, input.tool, outcome, seconds);
+        deps.logger.info(
+          { ...turnFields(input.turnId, input.user), server: input.server, tool: input.tool, attempt: ctx.info.attempt, outcome, ms: Math.round(seconds * 1000) },
+          'tool call',
+        );
+      };
       return await withHeartbeats(async (beat) => {
         try {
           const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
@@ -273,7 +282,7 @@ export function createActivities(deps: ActivityDeps) {
           }
           const message = scrub(errorMessage(err));
           deps.logger.warn(
-            { turnId: input.turnId, server: input.server, tool: input.tool, attempt: ctx.info.attempt },
+            { ...turnFields(input.turnId, input.user), server: input.server, tool: input.tool, attempt: ctx.info.attempt },
             `tool call failed: ${message}`,
           );
           if (ctx.cancellationSignal.aborted) {
@@ -293,6 +302,12 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** What every log line about a turn carries. */
+function turnFields(turnId: string, user: UserContext | undefined): Record<string, string> {
+  const sessionId = sessionOfTurn(turnId);
+  return { turnId, ...(sessionId ? { sessionId } : {}), ...(user ? { userId: user.id } : {}) };
+}
 
 /** The caller as servers see it in `_meta`: identity and scopes, never a token. */
 function userMeta(user: UserContext, traceId?: string): Record<string, unknown> {

@@ -13,7 +13,7 @@ let workerMetrics: string;
 beforeAll(async () => {
   const port = await freePort();
   workerMetrics = `http://127.0.0.1:${port}/metrics`;
-  sys = await startSystem({ workerEnv: { WORKER_METRICS_PORT: String(port) }, metricsToken: METRICS_TOKEN });
+  sys = await startSystem({ workerEnv: { WORKER_METRICS_PORT: String(port), LOG_LEVEL: 'info' }, metricsToken: METRICS_TOKEN });
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();
@@ -50,4 +50,24 @@ test('after one turn with a tool call, the worker and the API report it', async 
   expect(sample(api, 'dmh_http_request_duration_seconds_count', { method: 'GET', route: '/v1/turns/:turnId/events', status: '200' })).toBe(1);
   // Ids stay out of the labels.
   expect(api).not.toContain(post.body.turnId);
+});
+
+test("the worker's log is one stream of JSON lines; each tool call is a line with the turn's ids, never its arguments", async () => {
+  const post = await postMessage(sys.apiUrl, 'logs', 'echo a-private-value');
+  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  const lines = sys.worker.output().split('\n').filter((l) => l.trim() !== '' && l !== 'WORKER_READY');
+  const parsed = lines.map((l) => {
+    try {
+      return JSON.parse(l) as Record<string, unknown>;
+    } catch {
+      throw new Error(`not a JSON log line: ${l}`);
+    }
+  });
+  const call = parsed.find((l) => l.msg === 'tool call' && l.turnId === post.body.turnId);
+  expect(call).toMatchObject({ level: 30, name: 'worker', sessionId: 'logs', userId: 'u-ada', server: 'everything', tool: 'echo', attempt: 1, outcome: 'ok' });
+  expect(call?.ms).toEqual(expect.any(Number));
+  // The SDK's own messages come through the same logger.
+  expect(parsed.some((l) => l.component === 'temporal')).toBe(true);
+  expect(sys.worker.output()).not.toContain('a-private-value');
 });
