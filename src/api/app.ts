@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { DEFAULT_REDACTION, redact, type RedactionRules } from '../audit/redact';
 import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
+import type { LiveChunk } from '../live/chunk';
 import type { LiveTextHub } from '../live/hub';
 import { type Logger, withSafeRequestLog } from '../logger';
 import { frameworkErrorCode, HttpError } from './errors';
@@ -17,6 +18,7 @@ import { liveIngestRoutes } from './routes/live-ingest';
 import { sessionRoutes } from './routes/sessions';
 import { turnRoutes } from './routes/turns';
 import { webSocketRoutes } from './routes/websocket';
+import type { RateLimiters } from './rate-limits';
 import { createTurnService } from './turn-service';
 import './caller';
 
@@ -32,8 +34,8 @@ export interface AppDeps {
   policy: () => Policy;
   /** The audit log's redaction rules, applied to tool arguments shown to approvers (default: the built-in rules). */
   redaction?: RedactionRules;
-  /** Per-user and per-tenant limits on message submission (requests per minute). */
-  rateLimits?: { userPerMinute: number; tenantPerMinute: number };
+  /** Per-user and per-tenant limits on message submission (./rate-limits.ts; default: in memory, 60 and 600 per minute). */
+  limiters?: RateLimiters;
   logger?: Logger | false;
   /** Longest accepted message text, in characters. */
   maxMessageChars: number;
@@ -45,7 +47,7 @@ export interface AppDeps {
    * Live LLM text. With `secret`, workers push deltas to POST /internal/live (see src/live);
    * streams then carry text_delta / text_reset events besides the durable ones.
    */
-  live?: { hub: LiveTextHub; secret?: string };
+  live?: { hub: LiveTextHub; secret?: string; ingest?: (chunks: readonly LiveChunk[]) => void };
   /** WebSocket heartbeats (GET /ws): ping interval and how long a silent socket may live. */
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
   /** Browser origins allowed to call the API from other origins (CORS); none: same origin only. */
@@ -109,7 +111,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
   // Internal, for workers only (a shared secret, not a user token); registered before the OpenAPI
   // plugin so it stays out of the public document.
-  if (deps.live?.secret) await app.register(liveIngestRoutes, { hub: deps.live.hub, secret: deps.live.secret });
+  // With several replicas, pushed text goes to the bus (every replica's hub) instead of this one's hub.
+  if (deps.live?.secret) {
+    await app.register(liveIngestRoutes, { hub: deps.live.ingest ? { ingest: deps.live.ingest } : deps.live.hub, secret: deps.live.secret });
+  }
   // GET /openapi.json; the route schemas document the API, they do not validate (see openapi.ts).
   await registerOpenApi(app);
 
@@ -130,7 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     gateway: deps.gateway,
     policy: deps.policy,
     redactArguments: (args) => redact(args, redaction),
-    ...(deps.rateLimits ? { rateLimits: deps.rateLimits } : {}),
+    ...(deps.limiters ? { limiters: deps.limiters } : {}),
   });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });

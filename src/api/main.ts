@@ -9,6 +9,10 @@ import { createTemporalGateway, ensureSearchAttributes } from './gateway';
 import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
 import { loadRedactionRules } from '../audit/redact';
+import { Pool } from 'pg';
+import type { LiveChunk } from '../live/chunk';
+import { createPgLiveBus } from '../live/pg-bus';
+import { memoryRateLimiters, postgresRateLimiters } from './rate-limits';
 
 /** Local mode: one-hour tokens for the demo users, signed with the dev secret `npm start` created. */
 function demoTokens(secret: string, audience: { issuer: string; audience: string }) {
@@ -16,6 +20,15 @@ function demoTokens(secret: string, audience: { issuer: string; audience: string
     const u = DEMO_USERS[role];
     return await mintDevToken({ secret, sub: u.sub, role: u.role, tenant: u.tenant, scopes: [...u.scopes], ttlSec: 3600, ...audience });
   };
+}
+
+async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The one file that calls listen(). */
@@ -33,6 +46,13 @@ async function main(): Promise<void> {
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
   const liveHub = createLiveTextHub();
+  const limits = { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN };
+  // With PostgreSQL, replicas share live text (LISTEN/NOTIFY) and rate limits; without, one process holds both.
+  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 10 }) : undefined;
+  pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
+  const bus = pool && env.POSTGRES_URL ? createPgLiveBus({ pool, connectionString: env.POSTGRES_URL, hub: liveHub, logger }) : undefined;
+  const limiters = pool ? await postgresRateLimiters(limits, pool) : memoryRateLimiters(limits);
+  if (bus) await within(bus.ready, 10_000, 'POSTGRES_URL: could not LISTEN for live text within 10 s');
   const app = await buildApp({
     gateway: createTemporalGateway({
       client,
@@ -45,7 +65,7 @@ async function main(): Promise<void> {
     policy: policy.current,
     // Approvers see other users' tool arguments as the audit log shows them.
     ...(env.AUDIT_REDACTION ? { redaction: await loadRedactionRules(env.AUDIT_REDACTION) } : {}),
-    rateLimits: { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN },
+    limiters,
     logger,
     maxMessageChars: env.MAX_MESSAGE_CHARS,
     ssePollMs: env.SSE_POLL_MS,
@@ -56,7 +76,7 @@ async function main(): Promise<void> {
       ...(env.TEMPORAL_UI_URL ? { temporalUiUrl: env.TEMPORAL_UI_URL } : {}),
       ...(env.CONSOLE_DEMO_USERS === 'on' && env.JWT_SECRET ? { demoToken: demoTokens(env.JWT_SECRET, issuerAndAudience(env)) } : {}),
     },
-    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET } } : {}),
+    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => void bus.publish(chunks) } : {}) } } : {}),
   });
 
   const shutdown = async () => {
@@ -64,6 +84,8 @@ async function main(): Promise<void> {
     host.close();
     policy.close();
     await app.close();
+    await bus?.close();
+    await pool?.end();
     liveHub.close();
     await connection.close();
     process.exit(0);

@@ -4,7 +4,8 @@
  * WebSocket; it answers with data and refuses with HttpError, and never sees a reply.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { memoryRateLimiters, type RateLimiters } from './rate-limits';
 import type { z } from 'zod';
 import { canApprove, filterCatalog } from '../core/policy';
 import type { Policy } from '../shared/policy';
@@ -22,8 +23,8 @@ export interface TurnServiceOptions {
   policy: () => Policy;
   /** Redacts tool arguments shown to anyone but the turn's owner (an approver): the audit log's rules. */
   redactArguments: (args: unknown) => unknown;
-  /** Per-user and per-tenant limits on message submission (requests per minute). */
-  rateLimits?: { userPerMinute: number; tenantPerMinute: number };
+  /** Per-user and per-tenant limits on message submission (default: in memory, 60 and 600 per minute). */
+  limiters?: RateLimiters;
 }
 
 export interface Submission {
@@ -112,9 +113,7 @@ export function createTurnService(opts: TurnServiceOptions) {
   const { gateway } = opts;
   // Message submission is what costs (LLM tokens, tool side effects): limited per user and per tenant,
   // in fixed one-minute windows. A user over budget does not consume the tenant's.
-  const limits = opts.rateLimits ?? { userPerMinute: 60, tenantPerMinute: 600 };
-  const perUser = new RateLimiterMemory({ keyPrefix: 'user', points: limits.userPerMinute, duration: 60 });
-  const perTenant = new RateLimiterMemory({ keyPrefix: 'tenant', points: limits.tenantPerMinute, duration: 60 });
+  const { user: perUser, tenant: perTenant } = opts.limiters ?? memoryRateLimiters({ userPerMinute: 60, tenantPerMinute: 600 });
 
   const turn = async (user: UserContext, turnId: string, read: { after?: number; likelyRunning?: boolean } = {}): Promise<TurnState> => {
     const state = await unavailableOnError(() =>

@@ -34,6 +34,13 @@ const EnvSchema = z.object({
   LIVE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Worker: where to push live text deltas (the API's /internal/live); unset means no live text. */
   LIVE_PUSH_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:3000/internal/live' }).optional(),
+  /**
+   * API: PostgreSQL shared by the API replicas (live text across replicas, shared rate limits), e.g.
+   * postgres://user:password@db:5432/dmh; unset: one API process, state in memory.
+   */
+  POSTGRES_URL: z
+    .url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL such as postgres://user:password@127.0.0.1:5432/dmh' })
+    .optional(),
   RATE_LIMIT_USER_PER_MIN: positiveInt.default(60),
   RATE_LIMIT_TENANT_PER_MIN: positiveInt.default(600),
   LLM_BASE_URL: z

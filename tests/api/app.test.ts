@@ -1,3 +1,4 @@
+import { memoryRateLimiters } from '../../src/api/rate-limits';
 import type { InjectOptions } from 'fastify';
 import { buildApp } from '../../src/api/app';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
@@ -79,7 +80,7 @@ const EVE = { authorization: 'Bearer eve@other' };
 async function setup(rateLimits = { userPerMinute: 1_000, tenantPerMinute: 1_000 }) {
   const gateway = fakeGateway();
   const app = await buildApp({ gateway, auth: fakeAuth,
-    policy: () => openPolicy, rateLimits, maxMessageChars: 100, ssePollMs: 5 });
+    policy: () => openPolicy, limiters: memoryRateLimiters(rateLimits), maxMessageChars: 100, ssePollMs: 5 });
   // Requests act as alice unless a test says otherwise.
   const asAlice = (opts: InjectOptions) => app.inject({ ...opts, headers: { ...ALICE, ...opts.headers } });
   return { app: { inject: asAlice }, gateway };

@@ -1,3 +1,4 @@
+import { memoryRateLimiters } from '../../src/api/rate-limits';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Fastify, { type RouteOptions } from 'fastify';
 import { buildApp, type Authenticator } from '../../src/api/app';
@@ -54,7 +55,7 @@ async function setup() {
     policy: () => openPolicy,
     maxMessageChars: 4000,
     ssePollMs: 5,
-    rateLimits: { userPerMinute: 1000, tenantPerMinute: 1000 },
+    limiters: memoryRateLimiters({ userPerMinute: 1000, tenantPerMinute: 1000 }),
   });
   await app.ready();
   const res = await app.inject({ method: 'GET', url: '/openapi.json' });

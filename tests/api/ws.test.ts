@@ -1,3 +1,4 @@
+import { memoryRateLimiters } from '../../src/api/rate-limits';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import WebSocket from 'ws';
@@ -139,7 +140,7 @@ async function setup(extra: Partial<AppDeps> = {}) {
     gateway,
     auth: fakeAuth,
     policy: () => openPolicy,
-    rateLimits: { userPerMinute: 1_000, tenantPerMinute: 1_000 },
+    limiters: memoryRateLimiters({ userPerMinute: 1_000, tenantPerMinute: 1_000 }),
     maxMessageChars: 100,
     ssePollMs: 5,
     ...extra,
@@ -360,7 +361,7 @@ test('invalid frames get an error and the connection stays open; app-level ping 
 });
 
 test('refusals of the HTTP route come as error frames: rate limit, same turn for a repeated idempotency key', async () => {
-  const { base, gateway } = await setup({ rateLimits: { userPerMinute: 2, tenantPerMinute: 100 } });
+  const { base, gateway } = await setup({ limiters: memoryRateLimiters({ userPerMinute: 2, tenantPerMinute: 100 }) });
   const c = await connect(`${base}/ws?sessionId=s1`);
   await c.next((f) => f.type === 'connection');
   c.send({ type: 'message', payload: { text: 'one', idempotencyKey: 'k-1' } });

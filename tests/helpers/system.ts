@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
+import { memoryRateLimiters } from '../../src/api/rate-limits';
 import { buildApp } from '../../src/api/app';
 import { createAuthenticator, mintDevToken } from '../../src/api/auth';
 import { setDefaultToken } from './http';
@@ -221,7 +222,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       policy: () => policy,
       ...(apiLogger ? { logger: apiLogger } : {}),
       auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
-      rateLimits: opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 },
+      limiters: memoryRateLimiters(opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 }),
       gateway: createTemporalGateway({
         client,
         taskQueue,

