@@ -7,6 +7,7 @@ import { bearer, getJson, postMessage, readSse, type SseEvent } from '../helpers
 import { startPostgres, type TestPostgres } from '../helpers/postgres';
 import { defaultHostConfig, DIST, JWT_AUDIENCE, JWT_ISSUER, ROOT, startSystem, type TestSystem } from '../helpers/system';
 import { connectWs } from '../helpers/ws';
+import { sseEvents } from '../../src/shared/sse';
 
 /**
  * More than one API replica on real processes: two API processes sharing PostgreSQL (live text over
@@ -115,3 +116,40 @@ test('rate limits hold across replicas: the budget is per user, not per replica'
   const health = await getJson(`${(apis[1] as { url: string }).url}/healthz`);
   expect(health.status).toBe(200);
 }, 60_000);
+
+test('a replica killed mid-stream: the client resumes on the other with Last-Event-ID and loses nothing', async () => {
+  const [api1, api2] = apis as unknown as [{ url: string; proc: ManagedProcess }, { url: string; proc: ManagedProcess }];
+  const headers = bearer(await sys.token('admin'));
+  // Slow enough to kill the replica while the model writes.
+  sys.model.setFaults([{ chunkDelayMs: 15, times: 1 }]);
+  const post = await postMessage(api1.url, 'failover', 'long please', headers);
+  expect(post.status).toBe(202);
+
+  const before: SseEvent[] = [];
+  const res = await fetch(`${api2.url}${post.body.eventsUrl as string}`, { headers: { ...headers, accept: 'text/event-stream' } });
+  expect(res.status).toBe(200);
+  let killed: Promise<void> | undefined;
+  try {
+    for await (const e of sseEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+      before.push(e);
+      if (!killed && before.filter((x) => x.event === 'text_delta').length >= 5) killed = api2.proc.kill();
+    }
+  } catch {
+    // The replica died under the stream: that is the point.
+  }
+  await killed;
+  expect(killed).toBeDefined();
+  expect(before.at(-1)?.event).not.toBe('done');
+  const lastEventId = [...before].reverse().find((e) => e.id !== undefined)?.id;
+  expect(lastEventId).toBeDefined();
+
+  // The client reconnects to the surviving replica from where it was.
+  const after = await readSse(`${api1.url}${post.body.eventsUrl as string}`, { headers, lastEventId, timeoutMs: 60_000 });
+  expect(after.at(-1)?.event).toBe('done');
+  const durable = [...before, ...after].filter((e) => e.id !== undefined).map((e) => Number(e.id));
+  expect(durable).toEqual(Array.from({ length: durable.length }, (_, i) => i + 1));
+  expect(after.find((e) => e.event === 'text')?.data.text).toBe(LONG);
+  // The live text restarts with the current step's text so far, so the resumed stream alone rebuilds it.
+  expect(LONG.startsWith(liveText(after))).toBe(true);
+  expect(after.filter((e) => e.event === 'text_delta').length).toBeGreaterThan(0);
+}, 90_000);
