@@ -1,40 +1,39 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, type ManagedProcess, spawnManaged } from '../../src/cli/processes';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { bearer, getJson, postMessage, readSse, type SseEvent } from '../helpers/http';
 import { startPostgres, type TestPostgres } from '../helpers/postgres';
-import { defaultHostConfig, DIST, JWT_AUDIENCE, JWT_ISSUER, ROOT, startSystem, type TestSystem } from '../helpers/system';
+import { SCHOOL_HOST, startSchoolSystem, type SchoolSystem } from '../helpers/school';
+import { defaultHostConfig, DIST, EXAMPLE_RULES, JWT_AUDIENCE, JWT_ISSUER, ROOT } from '../helpers/system';
 import { connectWs } from '../helpers/ws';
 import { sseEvents } from '../../src/shared/sse';
 
 /**
  * More than one API replica on real processes: two API processes sharing PostgreSQL (live text over
- * LISTEN/NOTIFY, rate limits in a table), two workers pushing live text to the first replica only,
- * one Temporal. A client posts through one replica and streams from the other.
+ * LISTEN/NOTIFY, rate limits in a table), three workers pushing live text to the first replica only,
+ * one Temporal, the school servers. A client posts through one replica and streams from the other; a
+ * replica dies under a stream; a worker dies under a payment.
  */
 const LONG = Array.from({ length: 200 }, (_, i) => `word${i}`).join(' ');
-const RULES: DemoRules = {
-  model: 'demo-model',
-  fallback: 'no script',
-  scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }],
-};
+const SCHOOL_RULES = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
+const RULES: DemoRules = { ...SCHOOL_RULES, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(SCHOOL_RULES.scripts ?? [])] };
 const USER_PER_MINUTE = 6;
 
-let sys: TestSystem;
+let sys: SchoolSystem;
 let pg: TestPostgres;
 const apis: Array<{ proc: ManagedProcess; url: string }> = [];
-const workers: ManagedProcess[] = [];
+let workers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  sys = await startSystem({ rules: RULES, servers: () => ({}) });
+  sys = await startSchoolSystem({ rules: RULES, toolDelays: 'process_payment=2500' });
   // The in-process API of the test system is not one of the replicas: its worker goes.
   await sys.worker.stop();
   pg = await startPostgres();
   sys.onStop(() => pg.stop());
   const hostConfig = path.join(sys.dir, 'host.json');
-  writeFileSync(hostConfig, JSON.stringify(defaultHostConfig()));
+  writeFileSync(hostConfig, JSON.stringify(defaultHostConfig(SCHOOL_HOST)));
   const liveSecret = randomBytes(16).toString('hex');
   for (let i = 0; i < 2; i++) {
     const { proc, match } = await spawnManaged('api', process.execPath, [path.join(DIST, 'src/api/main.js')], {
@@ -59,9 +58,18 @@ beforeAll(async () => {
     apis.push({ proc, url: match?.[1] ?? '' });
   }
   // Workers push to the first replica only, as a load balancer may route them.
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < 3; i++) {
     workers.push(await sys.startWorker({ LIVE_PUSH_URL: `${apis[0]?.url ?? ''}/internal/live`, LIVE_SECRET: liveSecret }));
   }
+  // One turn first, read through both replicas, so the tests do not pay for cold processes: workers
+  // spawning their MCP servers and loading the workflow bundle, and a fresh replica's first read of a
+  // running turn (measured here: ~2 s, after which its stream starts at the end of the turn).
+  const headers = bearer(await sys.token('admin'));
+  const warm = await postMessage(apis[0]?.url ?? '', 'warm-up', 'long', headers);
+  const done = await readSse(`${apis[0]?.url ?? ''}${warm.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });
+  if (done.at(-1)?.event !== 'done') throw new Error(`warm-up turn did not complete: ${JSON.stringify(done.at(-1))}`);
+  const seen = await readSse(`${apis[1]?.url ?? ''}${warm.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });
+  if (seen.at(-1)?.event !== 'done') throw new Error('the second replica cannot read the warm-up turn');
 }, 180_000);
 afterAll(async () => {
   await sys?.stop();
@@ -153,3 +161,38 @@ test('a replica killed mid-stream: the client resumes on the other with Last-Eve
   expect(LONG.startsWith(liveText(after))).toBe(true);
   expect(after.filter((e) => e.event === 'text_delta').length).toBeGreaterThan(0);
 }, 90_000);
+
+test('the worker running a payment is SIGKILLed: another worker finishes the turn, with one charge', async () => {
+  // The second replica was killed above.
+  const [api1] = apis as unknown as [{ url: string }];
+  const headers = bearer(await sys.token('admin'));
+  const unpaid = sys.store().invoices.find((i) => i.userId === 'u-bob' && i.status === 'unpaid');
+  expect(unpaid).toBeDefined();
+  const post = await postMessage(api1.url, 'payments', "Process payment for student Bob's invoice", headers);
+  const started = await readSse(`${api1.url}${post.body.eventsUrl as string}`, {
+    headers,
+    timeoutMs: 60_000,
+    stopAfter: (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment',
+  });
+  expect(started.at(-1)?.data.name).toBe('payments__process_payment');
+  // Temporal knows which worker took the activity (its identity is pid@host): that one dies.
+  let pid: number | undefined;
+  for (let i = 0; i < 100 && pid === undefined; i++) {
+    const described = await sys.client.workflow.getHandle(post.body.turnId as string).describe();
+    const identity = described.raw.pendingActivities?.find((a) => a.activityType?.name === 'callTool')?.lastWorkerIdentity ?? '';
+    pid = workers.find((w) => identity.startsWith(`${w.pid}@`))?.pid;
+    if (pid === undefined) await new Promise((r) => setTimeout(r, 50));
+  }
+  const victim = workers.find((w) => w.pid === pid);
+  expect(victim).toBeDefined();
+  await victim?.kill();
+  workers = workers.filter((w) => w !== victim);
+
+  const rest = await readSse(`${api1.url}${post.body.eventsUrl as string}`, { headers, timeoutMs: 120_000 });
+  expect(rest.at(-1)?.event).toBe('done');
+  const store = sys.store();
+  const invoice = store.invoices.find((i) => i.id === unpaid?.id);
+  expect(invoice?.status).toBe('paid');
+  expect(store.transactions.filter((t) => t.invoiceId === unpaid?.id)).toHaveLength(1);
+  expect(store.outbox.filter((m) => m.subject === `Payment receipt for invoice ${unpaid?.id ?? ''}`)).toHaveLength(1);
+}, 150_000);
