@@ -8,6 +8,8 @@ import { benchMessage } from './lib/scripts';
 import type { Policy } from '../src/shared/policy';
 import type { UserContext } from '../src/shared/user';
 import { SESSION } from './options';
+import type { FloorShape } from './floor/workflows';
+import { turnBreakdown } from './lib/history';
 
 let turnCounter = 0;
 /** Unique to this run, so turns and sessions never collide with an earlier run's on the same server. */
@@ -25,7 +27,14 @@ export interface Paths {
   inProcess(toolSteps: number): Promise<InProcessResult>;
   /** Resolves with the turn id, so its history can be read afterwards. */
   durable(toolSteps: number): Promise<string>;
+  /** Temporal's floor: a workflow of `shape` with no-op activities on the same server (bench/floor). */
+  floor(shape: FloorShape): Promise<void>;
+  /** The shape of a durable turn, read from its history. */
+  shapeOf(turnId: string): Promise<FloorShape>;
 }
+
+/** The floor worker's task queue (bench/floor/worker.ts). */
+export const FLOOR_TASK_QUEUE = 'bench-floor';
 
 export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, user: UserContext): Paths {
   const turnOptions = turnOptionsFrom(defaultHostConfig());
@@ -50,6 +59,13 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       const r = await runInProcessTurn(deps, input);
       expectSteps('in-process', toolSteps, r.steps, r.failedToolCalls, r.text);
       return r;
+    },
+    async floor(shape) {
+      await sys.client.workflow.execute('floorTurn', { taskQueue: FLOOR_TASK_QUEUE, workflowId: `floor-${nextTag()}`, args: [shape] });
+    },
+    async shapeOf(turnId) {
+      const b = await turnBreakdown(sys.client.workflow.getHandle(turnId));
+      return { local: b.localActivities, regular: b.activities };
     },
     async durable(toolSteps) {
       const { turnId, sessionId, text } = nextTurn(toolSteps);

@@ -29,6 +29,9 @@ export function machine() {
 }
 
 
+/** `a / b` as a ratio with two decimals (`n/a` when b is 0 or not a number). */
+const ratio = (a: number, b: number): string => (Number.isFinite(a / b) && b > 0 ? `${(a / b).toFixed(2)}x` : 'n/a');
+
 export function render(
   m: ReturnType<typeof machine>,
   opts: Options,
@@ -44,7 +47,14 @@ export function render(
   out.push(
     `Load average (1/5/15 min) at start: ${m.loadAvgAtStart.join(' ')}, at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (other processes on the machine count too)`,
   );
-  out.push(`Durable path: ${opts.workers} worker process(es), default worker options; turns started via the API's gateway code, result awaited with the Temporal client.`);
+  out.push(
+    `Durable path: ${opts.workers} worker process(es), default worker options; each turn in a new session (update-with-start of the session workflow, ` +
+      'which starts the turn as its child), via the API\'s gateway code, result awaited with the Temporal client.',
+  );
+  out.push(
+    "Floor: Temporal's own cost for the same shape, measured in the same run on the same dev server: a workflow started directly with " +
+      'as many local and regular activities as the durable turn records in its history, run one after another, doing nothing, on a worker process of its own.',
+  );
   out.push('');
   const apiLine = api
     ? `Through the HTTP API (POST → SSE 'done', poll 25 ms), 1 tool step, ${api.n} turns: p50 ${ms(api.p50)} ms, p99 ${ms(api.p99)} ms` +
@@ -54,17 +64,33 @@ export function render(
     out.push(`1. Latency per turn (ms), ${opts.turns} sequential turns per path, interleaved; each tool step = 1 LLM call + 2 parallel MCP calls`);
     out.push(
       table(
-        ['tool steps', 'LLM steps', 'in-process p50', 'in-process p99', 'durable p50', 'durable p99', 'added/turn p50', 'added/step p50', 'added/step p99'],
+        [
+          'tool steps',
+          'floor shape',
+          'in-process p50',
+          'in-process p99',
+          'durable p50',
+          'durable p99',
+          'floor p50',
+          'floor p99',
+          'durable/floor p50',
+          'durable/floor p99',
+          'durable/in-process p50',
+          'added/step p50',
+        ],
         latency.map((r) => [
           String(r.toolSteps),
-          String(r.llmSteps),
+          `${r.shape.local} local + ${r.shape.regular}`,
           ms(r.inProcess.p50),
           ms(r.inProcess.p99),
           ms(r.durable.p50),
           ms(r.durable.p99),
-          ms(r.addedPerTurn.p50),
+          ms(r.floor.p50),
+          ms(r.floor.p99),
+          ratio(r.durable.p50, r.floor.p50),
+          ratio(r.durable.p99, r.floor.p99),
+          ratio(r.durable.p50, r.inProcess.p50),
           ms(r.addedPerStep.p50),
-          ms(r.addedPerStep.p99),
         ]),
       ),
     );
@@ -94,6 +120,10 @@ export function render(
           'history KB',
           'CPU temporal',
           'CPU worker',
+          'floor CPU temporal',
+          'floor CPU worker',
+          'CPU/floor temporal',
+          'CPU/floor worker',
         ],
         latency.map((r) => [
           String(r.toolSteps),
@@ -110,13 +140,17 @@ export function render(
           (r.breakdown.historyBytes / 1024).toFixed(1),
           ms(r.cpuPerDurableTurn.temporal),
           ms(r.cpuPerDurableTurn.workers),
+          ms(r.cpuPerFloorTurn.temporal),
+          ms(r.cpuPerFloorTurn.workers),
+          ratio(r.cpuPerDurableTurn.temporal, r.cpuPerFloorTurn.temporal),
+          ratio(r.cpuPerDurableTurn.workers, r.cpuPerFloorTurn.workers),
         ]),
       ),
     );
     out.push(
       'outside history = client latency - history span (start RPC before the first event, result delivery after the last); ' +
         'in-process work = LLM calls + tool phases of the in-process turn (what "activity running" would be with zero overhead); ' +
-        'CPU = CPU ms per durable turn used by the Temporal dev server and the worker process(es).',
+        'CPU = CPU ms per turn used by the Temporal dev server and the worker process(es), in blocks of durable turns only and floor turns only.',
     );
     out.push('');
   }
@@ -133,8 +167,14 @@ export function render(
           'durable turns/s',
           'durable p50',
           'durable p99',
+          'floor turns/s',
+          'floor p50',
+          'durable/floor turns/s',
+          'durable/floor p50',
           'CPU/turn temporal',
           'CPU/turn worker',
+          'floor CPU/turn temporal',
+          'floor CPU/turn worker',
           'CPU/turn bench',
         ],
         throughput.rows.map((r) => [
@@ -145,8 +185,14 @@ export function render(
           r.durable.turnsPerSecond.toFixed(1),
           ms(r.durable.latency.p50),
           ms(r.durable.latency.p99),
+          r.floor.turnsPerSecond.toFixed(1),
+          ms(r.floor.latency.p50),
+          ratio(r.durable.turnsPerSecond, r.floor.turnsPerSecond),
+          ratio(r.durable.latency.p50, r.floor.latency.p50),
           ms(r.durable.cpuPerTurn.temporal),
           ms(r.durable.cpuPerTurn.workers),
+          ms(r.floor.cpuPerTurn.temporal),
+          ms(r.floor.cpuPerTurn.workers),
           ms(r.durable.cpuPerTurn.bench ?? Number.NaN),
         ]),
       ),

@@ -30,7 +30,8 @@ import { ms, round } from './lib/stats';
 import type { UserContext } from '../src/shared/user';
 import { loadPolicyFile } from '../src/config/policy';
 import { log, parseOptions, TARGETS, type Section } from './options';
-import { makePaths, type Paths } from './paths';
+import { FLOOR_TASK_QUEUE, makePaths, type Paths } from './paths';
+import { spawnManaged } from '../src/cli/processes';
 import { machine, render } from './report';
 import { apiSection } from './sections/api';
 import type { Pids } from './sections/cpu';
@@ -88,7 +89,13 @@ async function main(): Promise<void> {
   log('starting Temporal dev server, worker, demo model and API (startSystem)');
   const sys = await startSystem({ rules: benchRules() });
   cleanups.push(() => sys.stop());
-  const pids: Pids = { temporal: sys.temporal.proc.pid, workers: [sys.worker.pid] };
+  // Temporal's floor runs beside the project on the same dev server, in a worker process of its own.
+  const floorWorker = await spawnManaged('floor-worker', process.execPath, [path.join(__dirname, 'floor', 'worker.js'), sys.temporal.address, FLOOR_TASK_QUEUE], {
+    readyLine: /^FLOOR_WORKER_READY$/,
+    readyTimeoutMs: 60_000,
+  });
+  cleanups.push(() => floorWorker.proc.stop());
+  const pids: Pids = { temporal: sys.temporal.proc.pid, workers: [sys.worker.pid], floorWorker: floorWorker.proc.pid };
   for (let i = 1; i < opts.workers; i++) pids.workers.push((await sys.startWorker()).pid);
 
   // What the API does for the demo admin (the HTTP helpers' default token): examples/policy.json.

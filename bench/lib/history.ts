@@ -28,6 +28,8 @@ export interface TurnBreakdown {
   byCategory: Record<Category, number>;
   workflowTasks: number;
   activities: number;
+  /** Local activities (their markers in history). */
+  localActivities: number;
   historyEvents: number;
   /** Encoded size of the whole history (payloads included). */
   historyBytes: number;
@@ -62,6 +64,7 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
   let end = Number.NaN;
   let workflowTasks = 0;
   let activities = 0;
+  let localActivities = 0;
   const activityStarted = new Map<number, number>();
   const workflowTaskStarted = new Map<number, number>();
 
@@ -95,6 +98,9 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
         workflowTasks += 1;
         break;
       }
+      case E.EVENT_TYPE_MARKER_RECORDED:
+        if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') localActivities += 1;
+        break;
       case E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
         activityStarted.set(num(e.activityTaskStartedEventAttributes?.scheduledEventId), t);
         break;
@@ -141,5 +147,5 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
     byCategory[best] += b - a;
   }
   const historyBytes = temporal.api.history.v1.History.encode(history).finish().length;
-  return { spanMs: end - start, byCategory, workflowTasks, activities, historyEvents: events.length, historyBytes };
+  return { spanMs: end - start, byCategory, workflowTasks, activities, localActivities, historyEvents: events.length, historyBytes };
 }

@@ -4,7 +4,12 @@ import { CpuMeter } from '../lib/stats';
 export interface Pids {
   temporal: number;
   workers: number[];
+  /** The floor's worker (bench/floor/worker.ts). */
+  floorWorker: number;
 }
+
+/** The processes the floor runs on: the same dev server, the floor's worker. */
+export const floorPids = (pids: Pids): Pids => ({ ...pids, workers: [pids.floorWorker] });
 
 export function meter(pids: Pids, withBench: boolean): CpuMeter {
   const named: Record<string, number> = { temporal: pids.temporal };
