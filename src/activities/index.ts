@@ -2,6 +2,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError } from '../llm/errors';
+import { retryNotice } from './retry-notice';
 import { isMcpFailure } from '../mcp/failures';
 import type { LlmOutcome, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
@@ -167,6 +168,14 @@ export function createActivities(deps: ActivityDeps) {
             `LLM call failed: ${failure.message}`,
           );
           if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
+          // Clients watching the turn hear of it now, not only if every attempt fails.
+          const retry = retryNotice({
+            attempt: ctx.info.attempt,
+            ...(ctx.info.retryPolicy ? { policy: ctx.info.retryPolicy } : {}),
+            ...(failure.retryAfterMs ? { retryAfterMs: failure.retryAfterMs } : {}),
+            reason: `The model call failed: ${failure.message}`,
+          });
+          if (retry) deps.live?.notice(req.turnId, req.step, ctx.info.attempt, retry.message);
           throw ApplicationFailure.create({
             message: failure.message,
             type: Failure.LlmUnavailable,

@@ -17,17 +17,21 @@ const failedTool = (e: TurnEvent): boolean => e.type === 'tool_call_finished' &&
 
 /** Live chunks carry no event id: Last-Event-ID keeps naming the last durable event. */
 function livePayload(c: LiveChunk) {
-  return c.kind === 'reset'
-    ? { kind: 'reset' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' }
-    : { kind: 'delta' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text };
+  if (c.kind === 'reset') return { kind: 'reset' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' };
+  if (c.kind === 'notice') return { kind: 'notice' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, code: LLM_RETRY_NOTICE, message: c.text };
+  return { kind: 'delta' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text };
 }
+
+/** The code of the live notice an LLM attempt's failure sends (another attempt follows). */
+export const LLM_RETRY_NOTICE = 'llm_retry';
 
 /** One SSE frame: durable events with `id`, live text (`text_delta` / `text_reset`) and `waiting` without. */
 export function sseFrame(turnId: string, item: Delivered): string {
   if (item.type === 'waiting') return `event: waiting\ndata: ${JSON.stringify(item.waiting)}\n\n`;
   if (item.type === 'live') {
     const { kind, ...data } = livePayload(item.chunk);
-    return `event: text_${kind}\ndata: ${JSON.stringify(data)}\n\n`;
+    // A live notice has the durable notice's name and shape (code, message), but no id.
+    return `event: ${kind === 'notice' ? 'notice' : `text_${kind}`}\ndata: ${JSON.stringify(data)}\n\n`;
   }
   const e = item.event;
   const data: Record<string, unknown> = { ...e.data, turnId, at: e.at };
@@ -40,6 +44,7 @@ export function wsMessages(turnId: string, item: Delivered): ServerMessage[] {
   if (item.type === 'waiting') return [{ type: 'waiting', payload: item.waiting }];
   if (item.type === 'live') {
     const p = livePayload(item.chunk);
+    if (p.kind === 'notice') return [{ type: 'system', payload: { code: p.code, message: p.message, turnId: p.turnId } }];
     return p.kind === 'reset'
       ? [{ type: 'text_reset', payload: { turnId: p.turnId, step: p.step, attempt: p.attempt, reason: p.reason } }]
       : [{ type: 'text_delta', payload: { turnId: p.turnId, step: p.step, attempt: p.attempt, offset: p.offset, content: p.text } }];

@@ -96,7 +96,7 @@ Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or dup
 | \`text_delta\` | \`{ step, attempt, offset, text }\`, no \`id\`: a piece of the answer while the model streams it; append \`text\` at \`offset\`. Text of step n comes after every event up to that step's \`calling_llm\` status |
 | \`text_reset\` | \`{ step, attempt, reason }\`, no \`id\`: discard the partial text of that step (the model call is retried) |
 | \`waiting\` | \`{ turnId, behind, status, pendingApprovals, cancelUrl }\`, no \`id\`: while the turn is queued, what holds it up, sent when it changes: the session's turn ahead (\`behind\`), whether that one is \`running\` or \`awaiting_approval\`, its pending calls (each with \`deadline\` and \`decideUrl\`), and \`cancelUrl\` to cancel it |
-| \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\` |
+| \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\`. Also live, without \`id\`: \`{ code: "llm_retry", message, step, attempt }\` when an LLM attempt failed and another follows (the message names the endpoint, the reason, when and which attempt; a stream opened during the wait gets the latest one) |
 | \`approval_required\` | \`{ toolCallId, name, server, tool, arguments, step }\`: decide with \`POST /v1/turns/{turnId}/approvals/{toolCallId}\` |
 | \`approval_decided\` | \`{ toolCallId, decision: approved, rejected or timed_out, by? }\` |
 | \`cancelled\` | \`{ status: "cancelled" }\` |
@@ -137,6 +137,7 @@ Server to client:
   - \`text_delta\` \`{ turnId, step, attempt, offset, content }\` while the model writes (live, no id; a socket that
     joins mid-step gets the text so far at offset 0) and \`text_reset\` \`{ turnId, step, attempt }\`: drop the partial
     text of that step (the model call is retried);
+  - \`system\` \`{ code: "llm_retry", message, turnId }\` when an LLM attempt failed and another follows (live, no id);
   - \`waiting\` \`{ turnId, behind, status, pendingApprovals, cancelUrl }\` while a turn is queued, when what holds it
     up changes (live, no id; see the SSE \`waiting\` event);
 - \`error\` \`{ code, message, turnId? }\` for a refused frame: \`invalid_json\`, \`invalid_message\`, \`unknown_type\`,

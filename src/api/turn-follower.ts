@@ -37,7 +37,7 @@ export interface TurnFeed extends AsyncIterable<FeedItem> {
 
 export interface FollowerDeps {
   gateway: Pick<TurnGateway, 'getTurn'>;
-  live?: Pick<LiveTextHub, 'snapshot' | 'subscribe'>;
+  live?: Pick<LiveTextHub, 'snapshot' | 'subscribe' | 'lastNotice'>;
 }
 
 export interface FollowOptions {
@@ -98,8 +98,11 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   if (deps.live && !(opts.first && TERMINAL_STATUSES.includes(opts.first.status))) {
     // Snapshot and subscription in one synchronous block: no chunk can fall between them (see src/live/hub.ts).
     const snap = deps.live.snapshot(turnId);
+    const notice = deps.live.lastNotice(turnId);
     unsubscribe = deps.live.subscribe(turnId, onChunk);
     if (snap?.text) onChunk({ turnId, step: snap.step, attempt: snap.attempt, kind: 'delta', offset: 0, text: snap.text });
+    // The hub keeps a notice only until a later attempt speaks: one still held came after that text.
+    if (notice) onChunk(notice);
   }
 
   const stop = (): void => {
@@ -112,6 +115,10 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   function* release(): Generator<FeedItem> {
     while (!stopped && pending.length > 0 && (pending[0] as LiveChunk).step <= durableStep) {
       const c = pending.shift() as LiveChunk;
+      if (c.kind === 'notice') {
+        yield { type: 'live', chunk: c };
+        continue;
+      }
       if (!released || released.step !== c.step || released.attempt !== c.attempt || c.kind === 'reset') {
         released = { step: c.step, attempt: c.attempt, text: '' };
       }

@@ -11,6 +11,8 @@ import { z } from 'zod';
 export const MAX_TURN_ID_CHARS = 200;
 /** Longest text of one chunk, in UTF-16 code units (JS string length); publishers split longer deltas. */
 export const MAX_CHUNK_TEXT_CHARS = 64 * 1024;
+/** Longest message of a notice chunk. */
+export const MAX_NOTICE_CHARS = 1_000;
 /** Most chunks in one batch. */
 export const MAX_BATCH_CHUNKS = 1000;
 
@@ -21,13 +23,17 @@ export const LiveChunkSchema = z
     step: z.number().int().min(1).max(1_000_000),
     /** The activity attempt (1-based); a higher attempt of the same step replaces the text. */
     attempt: z.number().int().min(1).max(1_000_000),
-    /** `reset`: a new attempt starts, discard partial text; `end`: the step's text is complete. */
-    kind: z.enum(['delta', 'reset', 'end']),
+    /**
+     * `reset`: a new attempt starts, discard partial text; `end`: the step's text is complete;
+     * `notice`: this attempt failed and another follows (`text` says why and when; not part of the answer).
+     */
+    kind: z.enum(['delta', 'reset', 'end', 'notice']),
     /** Where `text` starts within this attempt's text (for `end`: the total length sent). */
     offset: z.number().int().min(0),
     text: z.string().max(MAX_CHUNK_TEXT_CHARS),
   })
-  .refine((c) => c.kind === 'delta' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] });
+  .refine((c) => c.kind === 'delta' || c.kind === 'notice' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] })
+  .refine((c) => c.kind !== 'notice' || c.text.length <= MAX_NOTICE_CHARS, { message: `a notice is at most ${MAX_NOTICE_CHARS} characters`, path: ['text'] });
 
 export type LiveChunk = z.output<typeof LiveChunkSchema>;
 export type LiveChunkKind = LiveChunk['kind'];

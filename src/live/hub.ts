@@ -31,6 +31,11 @@ export interface LiveTextHub {
   /** Listens for normalized chunks of a turn (also before its first chunk); returns the unsubscribe. */
   subscribe(turnId: string, listener: LiveListener): () => void;
   snapshot(turnId: string): LiveSnapshot | undefined;
+  /**
+   * The turn's latest notice while it still holds (no later attempt or step has sent text since), so a
+   * client that joins during a retry's backoff hears why it waits.
+   */
+  lastNotice(turnId: string): LiveChunk | undefined;
   /** Turns with a buffer. */
   size(): number;
   close(): void;
@@ -62,6 +67,8 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
   /** Insertion order is recency order: a touched turn is moved to the end, the first is the oldest. */
   const turns = new Map<string, StepText>();
   const listeners = new Map<string, Set<LiveListener>>();
+  /** Per turn, the latest notice and when it came; dropped when a later attempt speaks, or after idleMs. */
+  const notices = new Map<string, { chunk: LiveChunk; at: number }>();
   let sweeper: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -71,7 +78,8 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
   const sweep = (): void => {
     const t = now();
     for (const [turnId, b] of turns) if (expired(b, t)) turns.delete(turnId);
-    if (turns.size === 0 && sweeper) {
+    for (const [turnId, n] of notices) if (t - n.at >= idleMs) notices.delete(turnId);
+    if (turns.size === 0 && notices.size === 0 && sweeper) {
       clearInterval(sweeper);
       sweeper = undefined;
     }
@@ -104,6 +112,22 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       b = undefined;
     }
     if (b && (c.step < b.step || (c.step === b.step && c.attempt < b.attempt))) return;
+    // A notice changes no text: it goes to whoever listens now, and is kept for who joins until a
+    // later attempt speaks.
+    if (c.kind === 'notice') {
+      notices.delete(c.turnId);
+      notices.set(c.turnId, { chunk: c, at: t });
+      while (notices.size > maxTurns) {
+        const oldest = notices.keys().next().value;
+        if (oldest === undefined) break;
+        notices.delete(oldest);
+      }
+      ensureSweeper();
+      emit(c.turnId, c);
+      return;
+    }
+    const said = notices.get(c.turnId)?.chunk;
+    if (said && (c.step > said.step || c.attempt > said.attempt)) notices.delete(c.turnId);
     if (!b || c.step > b.step || c.attempt > b.attempt) {
       b = { step: c.step, attempt: c.attempt, text: '', ended: false, gap: false, truncated: false, endedAt: 0, touchedAt: t };
       // Any attempt after the first may follow text a client already shows: tell it to discard that.
@@ -178,6 +202,16 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       return { step: b.step, attempt: b.attempt, text: b.text, ended: b.ended, gap: b.gap, truncated: b.truncated };
     },
 
+    lastNotice(turnId) {
+      const n = notices.get(turnId);
+      if (!n) return undefined;
+      if (now() - n.at >= idleMs) {
+        notices.delete(turnId);
+        return undefined;
+      }
+      return n.chunk;
+    },
+
     size: () => turns.size,
 
     close() {
@@ -185,6 +219,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       if (sweeper) clearInterval(sweeper);
       sweeper = undefined;
       turns.clear();
+      notices.clear();
       listeners.clear();
     },
   };

@@ -16,6 +16,7 @@ import { scrubSecrets } from '../security/secrets';
 import {
   MAX_BATCH_CHUNKS,
   MAX_CHUNK_TEXT_CHARS,
+  MAX_NOTICE_CHARS,
   MAX_TURN_ID_CHARS,
   type LiveChunk,
   type LiveLogger,
@@ -37,6 +38,8 @@ export interface LivePublisher {
   delta(turnId: string, step: number, attempt: number, text: string): void;
   /** The step's text is complete; later deltas of this attempt are ignored. */
   end(turnId: string, step: number, attempt: number): void;
+  /** This attempt failed and another follows: `message` (already free of secrets) tells watching clients why and when. */
+  notice(turnId: string, step: number, attempt: number, message: string): void;
   /** Resolves once everything queued before the call has been sent (or dropped). Never rejects. */
   flush(): Promise<void>;
   /** Flushes, then ignores further calls. */
@@ -286,6 +289,16 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       }
     },
 
+    notice(turnId, step, attempt, message) {
+      try {
+        if (closed || !validIds(turnId, step, attempt) || typeof message !== 'string' || message === '') return;
+        const text = scrub(message).slice(0, MAX_NOTICE_CHARS);
+        enqueue({ turnId, step, attempt, kind: 'notice', offset: 0, text }, `${step}:${attempt}:${turnId}:notice`);
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
     flush,
 
     async close() {
@@ -306,6 +319,7 @@ export function createNoopPublisher(): LivePublisher {
   return {
     delta() {},
     end() {},
+    notice() {},
     async flush() {},
     async close() {},
     stats: () => ({ queued: 0, sent: 0, dropped: 0, requests: 0, failedRequests: 0 }),

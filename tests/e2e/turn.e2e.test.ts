@@ -3,6 +3,8 @@ import type { DemoRules } from '../../src/demo-model/rules';
 import { EXAMPLE_RULES, startSystem, type TestSystem } from '../helpers/system';
 import { getJson, postMessage, readSse, waitFor } from '../helpers/http';
 
+const LLM_KEY = 'sk-test-e2e-never-shown-0123456789';
+
 /**
  * One host turn end to end, on real parts: HTTP API → Temporal dev server → worker process → demo
  * model over HTTP (real `openai` client) → two real MCP servers over stdio (ours and the published
@@ -47,6 +49,8 @@ beforeAll(async () => {
     // A URL server nobody listens on: it must be reported unavailable without hurting the others.
     extraServers: { offline: { url: 'http://127.0.0.1:9/mcp' } },
     host: { maxSteps: 3 },
+    // A key the model endpoint below "leaks" into an error message: it must never reach a client.
+    workerEnv: { LLM_API_KEY: LLM_KEY },
   });
 }, 120_000);
 
@@ -188,10 +192,20 @@ test('an LLM that rejects the request fails the turn with a clear message; the s
 
   // Transient failures are retried by Temporal and the turn completes.
   // retry-after: 0 once ended the retries (a zero nextRetryDelay): keep it as a regression case.
-  sys.model.setFaults([{ status: 503, times: 1 }, { status: 429, retryAfter: 0, times: 1 }]);
+  // The first failure waits, so the stream below is open before it happens.
+  sys.model.setFaults([{ status: 503, message: `overloaded (key ${LLM_KEY})`, delayMs: 600, times: 1 }, { status: 429, retryAfter: 0, times: 1 }]);
   const retried = await postMessage(sys.apiUrl, 'e2e-llm', 'hello');
   const retriedEvents = await readSse(`${sys.apiUrl}${retried.body.eventsUrl as string}`, { timeoutMs: 60_000 });
   expect(retriedEvents.at(-1)?.event).toBe('done');
+  // Each retry was announced while it waited, before the answer: the stream is never silent.
+  const notices = retriedEvents.filter((e) => e.event === 'notice' && e.data.code === 'llm_retry');
+  expect(notices.map((n) => n.data.attempt)).toEqual([1, 2]);
+  expect(notices.every((n) => n.id === undefined)).toBe(true);
+  expect(retriedEvents.indexOf(notices[1] as (typeof retriedEvents)[number])).toBeLessThan(retriedEvents.findIndex((e) => e.event === 'text'));
+  const origin = new URL(sys.model.url).origin;
+  expect(notices[0]?.data.message).toMatch(new RegExp(`^The model call failed: HTTP 503 from ${origin}/v1: overloaded \\(key \\[redacted\\]\\)\\. Retrying in under a second \\(attempt 2 of 3\\)\\.$`));
+  expect(notices[1]?.data.message).toMatch(/HTTP 429 .*\(attempt 3 of 3\)\.$/);
+  expect(JSON.stringify(retriedEvents)).not.toContain(LLM_KEY);
 
   // An endpoint that keeps dropping connections: retries run out, the user is told.
   sys.model.setFaults([{ hangup: true, times: 10 }]);

@@ -236,3 +236,29 @@ test('the wire schema bounds what it accepts', () => {
   expect(LiveBatchSchema.safeParse({ chunks: Array.from({ length: 1000 }, () => delta(0, 'x')) }).success).toBe(true);
   expect(LiveBatchSchema.safeParse({ chunks: Array.from({ length: 1001 }, () => delta(0, 'x')) }).success).toBe(false);
 });
+
+test('a notice goes to listeners as is, changes no text, and is kept for late joiners until a later attempt speaks', () => {
+  const { hub, seen, advance } = setup({ idleMs: 60_000 });
+  const notice: LiveChunk = { turnId: T, step: 1, attempt: 1, kind: 'notice', offset: 0, text: 'HTTP 503; retrying (attempt 2 of 3)' };
+  hub.ingest([delta(0, 'par'), notice]);
+  expect(seen.at(-1)).toEqual(notice);
+  expect(hub.snapshot(T)?.text).toBe('par');
+  expect(hub.lastNotice(T)).toEqual(notice);
+  advance(10_000);
+  expect(hub.lastNotice(T)).toEqual(notice);
+  // The next attempt speaks: the notice no longer holds.
+  hub.ingest([delta(0, 'fresh', 1, 2)]);
+  expect(hub.lastNotice(T)).toBeUndefined();
+  // A notice of an attempt older than the text already shown is stale and dropped.
+  hub.ingest([{ ...notice, attempt: 1 }]);
+  expect(hub.lastNotice(T)).toBeUndefined();
+  hub.ingest([{ ...notice, attempt: 2, text: 'again' }]);
+  advance(60_000);
+  expect(hub.lastNotice(T)).toBeUndefined();
+});
+
+test('a notice is validated like any chunk: text required to be short', () => {
+  const ok = { turnId: T, step: 1, attempt: 1, kind: 'notice', offset: 0, text: 'why' };
+  expect(LiveChunkSchema.safeParse(ok).success).toBe(true);
+  expect(LiveChunkSchema.safeParse({ ...ok, text: 'x'.repeat(1_001) }).success).toBe(false);
+});
