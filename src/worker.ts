@@ -7,6 +7,7 @@ import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { ConfigError, loadEnvConfig } from './config';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
+import { probeModels } from './llm/probe';
 import { createLogger, temporalLogger } from './logger';
 import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
@@ -31,6 +32,11 @@ async function main(): Promise<void> {
   });
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
+  }
+  if (env.LLM_PROBE === 'on') {
+    const probe = await probeModels({ baseUrl: env.LLM_BASE_URL, apiKey: env.LLM_API_KEY, model: env.LLM_MODEL });
+    if (probe.kind === 'failed') throw new ConfigError(probe.message);
+    logger[probe.kind === 'ok' ? 'info' : 'warn']({}, `LLM probe: ${probe.message}`);
   }
   const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? ''];
   // Edits to the MCP config apply without a restart: new servers appear in the next catalog, removed

@@ -35,10 +35,10 @@ async function within<T>(promise: Promise<T>, ms: number, message: string): Prom
 async function main(): Promise<void> {
   const env = loadEnvConfig();
   const logger = createLogger('api', env.LOG_LEVEL);
-  const auth = createAuthenticator(loadAuthConfig(env));
   // Edits to the host config and the policy apply to the next request without a restart; an edit
   // that does not load keeps the last good version (and the log says why).
   const host = reloadableFile({ file: env.HOST_CONFIG, what: 'host config', load: loadHostConfig, logger, pollMs: env.CONFIG_POLL_MS });
+  const auth = createAuthenticator(loadAuthConfig(env));
   const policy = reloadableFile({ file: env.POLICY_FILE, what: 'policy', load: loadPolicyFile, logger, pollMs: env.CONFIG_POLL_MS });
   const stopReloading = reloadOnSighup([host, policy]);
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });

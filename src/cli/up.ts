@@ -223,6 +223,9 @@ async function main(): Promise<void> {
     }
 
     let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
+    // A model endpoint of the user's own is checked at start (URL, key, model name), so a mistake
+    // stops here with a clear line instead of in the first turn; LLM_PROBE=off skips it.
+    if (env.LLM_BASE_URL) env.LLM_PROBE ??= 'on';
     if (!env.LLM_BASE_URL) {
       const { proc, match } = await spawnManaged(
         'demo-model',

@@ -50,6 +50,8 @@ const EnvSchema = z.object({
   LLM_MODEL: optionalText,
   LLM_API_KEY: z.string().default(''),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
+  /** Worker: `on` checks GET {LLM_BASE_URL}/models at start (URL, key, LLM_MODEL) and stops on a failure. */
+  LLM_PROBE: z.enum(['on', 'off']).default('off'),
   API_HOST: z.string().min(1).default('127.0.0.1'),
   API_PORT: port.default(3000),
   /** Worker: serve Prometheus metrics on this port (GET /metrics); unset: no metrics endpoint. */

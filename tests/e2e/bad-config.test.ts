@@ -82,3 +82,23 @@ test('npm start: a port in use stops it before anything starts, naming the varia
     held.close();
   }
 });
+
+test('worker: with LLM_PROBE=on, a model the endpoint does not serve stops the start, naming it', async () => {
+  const { startDemoModel } = await import('../../src/demo-model/server');
+  const model = await startDemoModel({ rules: { model: 'demo-model', fallback: 'no script', scripts: [] } });
+  try {
+    const { code, output } = await run('src/worker.js', { LLM_PROBE: 'on', LLM_BASE_URL: model.url, LLM_MODEL: 'not-served', LLM_API_KEY: 'sk-never-printed-1234' });
+    expect(code).toBe(2);
+    expect(output).toContain(`LLM_MODEL: ${model.url}/models does not serve "not-served"; it lists demo-model`);
+    expect(output).not.toContain('sk-never-printed-1234');
+  } finally {
+    await model.close();
+  }
+});
+
+test('worker: with LLM_PROBE=on, an unreachable endpoint stops the start, naming the URL', async () => {
+  const port = await freePort();
+  const { code, output } = await run('src/worker.js', { LLM_PROBE: 'on', LLM_BASE_URL: `http://127.0.0.1:${port}/v1` });
+  expect(code).toBe(2);
+  expect(output).toContain(`LLM_BASE_URL: cannot reach http://127.0.0.1:${port}/v1/models (ECONNREFUSED)`);
+});

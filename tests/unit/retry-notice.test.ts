@@ -4,7 +4,7 @@ import { retryNotice } from '../../src/activities/retry-notice';
 const reason = 'The model call failed: HTTP 503 from http://llm.local/v1';
 
 test('the policy backoff says when; the last attempt says nothing (no retry follows)', () => {
-  const policy = { maximumAttempts: 4, initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 seconds' };
+  const policy = { maximumAttempts: 4, initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 seconds' } as const;
   expect(retryNotice({ attempt: 1, policy, reason })).toEqual({
     nextAttempt: 2,
     inMs: 1_000,
