@@ -61,6 +61,18 @@ export function messageBody(maxChars?: number) {
     })
     .strict();
 }
+/** POST /v1/sessions/:sessionId/tool-calls: one tool call run through a turn, without the model. */
+export const ToolCallBody = z
+  .object({
+    server: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, 'must be a configured server name').describe('The MCP server, as `GET /v1/tools` lists it.'),
+    tool: z.string().min(1, 'must not be empty').max(128, 'must be at most 128 characters').describe("The tool's own name on that server."),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The call's arguments, checked against the tool's `inputSchema` by the turn (a mismatch is the turn's answer, as for the model)."),
+  })
+  .strict();
+
 export const ApprovalBody = z.object({ approve: z.boolean().describe('`true` runs the tool call, `false` denies it.') }).strict();
 export const EventsQuery = z.object({
   after: z.coerce

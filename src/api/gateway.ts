@@ -11,7 +11,7 @@ import { temporal } from '@temporalio/proto';
 import { sealToken } from '../security/seal';
 import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { TurnState, ApprovalInput } from '../shared/turn';
+import type { DirectToolCall, TurnState, ApprovalInput } from '../shared/turn';
 import type { TurnSettings } from '../config';
 import { Failure, failureTypeOf } from '../shared/failures';
 import {
@@ -54,7 +54,7 @@ export type SubmitOutcome =
 
 export interface TurnGateway {
   /** Adds a message to the caller's session (started if new); its turn runs after those queued before it. */
-  submitMessage(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string }): Promise<SubmitOutcome>;
+  submitMessage(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string; directCall?: DirectToolCall }): Promise<SubmitOutcome>;
   /** The caller's session, or null when they have none under that id. */
   /** The session of `owner` (the caller, or a turn's owner), or null. */
   getSession(owner: { id: string; tenant: string }, sessionId: string): Promise<SessionView | null>;
@@ -132,12 +132,13 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   }
 
   return {
-    async submitMessage({ turnId, sessionId, text, user, token }) {
+    async submitMessage({ turnId, sessionId, text, user, token, directCall }) {
       const owner = { id: user.id, tenant: user.tenant };
       const { policy, turnOptions, contextByRole, sessionSettings } = opts.settings();
       const message: SubmitMessageInput = {
         turnId,
         text,
+        ...(directCall ? { directCall } : {}),
         user,
         policy,
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),

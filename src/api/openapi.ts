@@ -31,6 +31,7 @@ import {
   ServersList,
   SessionMessages,
   SessionParams,
+  ToolCallBody,
   TurnParams,
   TurnView,
 } from './contract';
@@ -168,6 +169,24 @@ export const routeSchemas = {
       202: { ...accepted, description: 'The turn was started.' },
       200: { ...accepted, description: 'A repeated `Idempotency-Key`: the turn started by the first request.' },
       ...errors([400, 401, 409, 413, 415, 429, 503], { 409: '`session_busy`: too many messages already waiting in this session.' }),
+    },
+  },
+  postToolCall: {
+    operationId: 'postToolCall',
+    summary: 'Run one tool call through a turn',
+    description:
+      "Runs one tool of a configured MCP server as a turn of the caller's session, without the model: the same policy check (a tool the caller " +
+      'may not use is denied and audited), approval, argument validation against its `inputSchema`, idempotency key and audit as a call the model planned. ' +
+      "The turn's answer is the tool's result (`Error: ...` when the call failed or was refused), and the session's transcript records it. " +
+      'A server or tool that is not configured now answers `400 unknown_tool`. Limited like messages (`429`); same `Idempotency-Key` rule.',
+    tags: ['sessions'],
+    params: fromZod(SessionParams, 'input'),
+    headers: fromZod(MessageHeaders, 'input'),
+    body: fromZod(ToolCallBody, 'input'),
+    response: {
+      202: { ...accepted, description: 'The turn was started.' },
+      200: { ...accepted, description: 'A repeated `Idempotency-Key`: the turn started by the first request.' },
+      ...errors([400, 401, 409, 415, 429, 503], { 400: '`invalid_request` (a bad body) or `unknown_tool`.', 409: '`session_busy`: too many messages already waiting in this session.' }),
     },
   },
   listMessages: {

@@ -11,7 +11,7 @@ import { canApprove, filterCatalog } from '../core/policy';
 import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import { turnId as makeTurnId } from '../shared/ids';
-import { TERMINAL_STATUSES, type TurnState } from '../shared/turn';
+import { TERMINAL_STATUSES, type DirectToolCall, type TurnState } from '../shared/turn';
 import type { ApprovalsInbox, DecidableApproval, Health, PendingApprovalView, SessionMessages, TurnView, WaitingView } from './contract';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
@@ -34,6 +34,8 @@ export interface Submission {
   idempotencyKey?: string;
   /** The caller's bearer token, sealed for servers that forward it (see gateway.ts). */
   token?: string;
+  /** Run this tool call instead of asking the model (`text` describes it for the transcript). */
+  directCall?: DirectToolCall;
 }
 
 export interface Accepted {
@@ -123,6 +125,31 @@ export function createTurnService(opts: TurnServiceOptions) {
     return state;
   };
 
+  /** Starts the caller's turn: 503 when Temporal is down, 409 when the session's queue is full. */
+  const submit = async (user: UserContext, s: Submission): Promise<Accepted> => {
+    // A client retrying with the same idempotency key gets the same turn, not a second one.
+    // The key is scoped to the caller: two users sending the same key get two turns.
+    const requestKey =
+      s.idempotencyKey === undefined
+        ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
+        : createHash('sha256').update(`${user.tenant}\n${user.id}\n${s.idempotencyKey}`).digest('hex').slice(0, 24);
+    const turnId = makeTurnId(s.sessionId, requestKey);
+    const outcome = await unavailableOnError(() =>
+      gateway.submitMessage({
+        turnId,
+        sessionId: s.sessionId,
+        text: s.text,
+        user,
+        ...(s.token ? { token: s.token } : {}),
+        ...(s.directCall ? { directCall: s.directCall } : {}),
+      }),
+    );
+    if (outcome.kind === 'busy') {
+      throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
+    }
+    return { turnId, position: outcome.position, created: outcome.created };
+  };
+
   return {
     /**
      * Counts one submission against the caller's budgets. Separate from submit() so the HTTP route can
@@ -148,22 +175,25 @@ export function createTurnService(opts: TurnServiceOptions) {
       }
     },
 
-    /** Starts the caller's turn: 503 when Temporal is down, 409 when the session's queue is full. */
-    async submit(user: UserContext, s: Submission): Promise<Accepted> {
-      // A client retrying with the same idempotency key gets the same turn, not a second one.
-      // The key is scoped to the caller: two users sending the same key get two turns.
-      const requestKey =
-        s.idempotencyKey === undefined
-          ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
-          : createHash('sha256').update(`${user.tenant}\n${user.id}\n${s.idempotencyKey}`).digest('hex').slice(0, 24);
-      const turnId = makeTurnId(s.sessionId, requestKey);
-      const outcome = await unavailableOnError(() =>
-        gateway.submitMessage({ turnId, sessionId: s.sessionId, text: s.text, user, ...(s.token ? { token: s.token } : {}) }),
-      );
-      if (outcome.kind === 'busy') {
-        throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
+    submit,
+
+    /**
+     * A tool call run through a turn of the session, without the model: the policy, approvals, argument
+     * validation and audit of the turn apply. A tool that no configured server offers is refused here
+     * (400); one the caller may not use is the turn's to deny (and audit), as for the model.
+     */
+    async submitToolCall(user: UserContext, s: Omit<Submission, 'text' | 'directCall'> & { directCall: DirectToolCall }): Promise<Accepted> {
+      const catalog = await unavailableOnError(() => gateway.catalog());
+      const { server, tool } = s.directCall;
+      if (!catalog.servers.some((x) => x.server === server)) {
+        throw new HttpError(400, 'unknown_tool', `No MCP server "${server}" is configured (GET /v1/tools lists the servers and tools).`);
       }
-      return { turnId, position: outcome.position, created: outcome.created };
+      if (!catalog.tools.some((t) => t.server === server && t.tool === tool)) {
+        throw new HttpError(400, 'unknown_tool', `Server "${server}" offers no tool "${tool}" now (GET /v1/tools lists them).`);
+      }
+      const args = JSON.stringify(s.directCall.arguments);
+      const text = `Run ${server}/${tool} ${args.length > 500 ? `${args.slice(0, 500)}…` : args}`;
+      return await submit(user, { ...s, text });
     },
 
     /** 404 if not the caller's, 409 once finished. */

@@ -3,7 +3,7 @@
  * in workflow history: plain JSON, no secrets, no functions.
  */
 import type { Policy } from './policy';
-import type { TurnOptions } from './turn';
+import type { DirectToolCall, TurnOptions } from './turn';
 import type { UserContext } from './user';
 
 export interface HistoryOptions {
@@ -60,6 +60,8 @@ export interface SessionInput {
 export interface SubmitMessageInput {
   turnId: string;
   text: string;
+  /** A tool call to run instead of asking the model; `text` then describes it for the transcript. */
+  directCall?: DirectToolCall;
   user: UserContext;
   policy: Policy;
   sealedToken?: string;

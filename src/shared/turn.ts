@@ -84,10 +84,23 @@ export interface TurnOptions {
   timeouts?: ActivityTimeouts;
 }
 
+/**
+ * A tool call a person asked for directly (the console's "try a tool"): the turn runs it as its one
+ * step, through the same policy check, approval, argument validation, idempotency key and audit as a
+ * call the model planned, and answers with its result. No LLM call.
+ */
+export interface DirectToolCall {
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
 export interface TurnInput {
   turnId: string;
   sessionId: string;
   userText: string;
+  /** Set: run this call instead of asking the model (see DirectToolCall). */
+  directCall?: DirectToolCall;
   /** Who asked (from the verified JWT; never the token itself). Absent in turns from before auth. */
   user?: UserContext;
   /** The tool policy in force when the turn started; checked before every tool call. */

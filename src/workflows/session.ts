@@ -86,6 +86,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
         turnId: msg.turnId,
         sessionId: input.sessionId,
         userText: msg.text,
+        ...(msg.directCall ? { directCall: msg.directCall } : {}),
         user: msg.user,
         policy: msg.policy,
         ...(msg.sealedToken ? { sealedToken: msg.sealedToken } : {}),

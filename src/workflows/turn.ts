@@ -115,7 +115,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
           return { tools: [], servers: [] };
         },
       ),
-      options.context.resources.length + options.context.prompts.length > 0
+      // A direct tool call asks no model, so it reads no context for one.
+      !input.directCall && options.context.resources.length + options.context.prompts.length > 0
         ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context, user])
         : Promise.resolve({ pieces: [], failures: [] }),
     ]);
@@ -129,6 +130,16 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
 
     // The model only ever sees the tools the caller may use.
     const visibleTools = user && policy ? filterCatalog(policy, user, catalog.tools) : catalog.tools;
+    if (input.directCall) {
+      // Planned as if the model had asked for it, so an unknown or hidden tool is refused the same way.
+      const d = input.directCall;
+      const name = catalog.tools.find((t) => t.server === d.server && t.tool === d.tool)?.name ?? `${d.server}__${d.tool}`;
+      const [planned] = planToolCalls([{ id: 'direct-1', name, arguments: JSON.stringify(d.arguments) }], catalog.tools, visibleTools);
+      emit('status', { status: 'running', phase: 'calling_tools', step: 1, count: 1 });
+      const outcome = await runToolCall(planned as PlannedCall, 1);
+      record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
+      return state;
+    }
     const llmTools = toLlmTools(visibleTools);
     const messages: ChatMessage[] = buildInitialMessages({
       systemPrompt: options.systemPrompt,

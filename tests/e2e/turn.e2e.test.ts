@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { EXAMPLE_RULES, startSystem, type TestSystem } from '../helpers/system';
-import { getJson, postMessage, readSse, waitFor } from '../helpers/http';
+import { bearer, getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
 
 const LLM_KEY = 'sk-test-e2e-never-shown-0123456789';
 
@@ -232,4 +232,48 @@ test('an Idempotency-Key makes a retried POST return the same turn', async () =>
     const t = await getJson(`${sys.apiUrl}/v1/turns/${a.body.turnId}`);
     return t.body.status === 'completed' ? true : undefined;
   });
+});
+
+test('a tool call run through a turn, without the model: same checks, its result is the answer, the session records it', async () => {
+  const requestsBefore = sys.model.requests().length;
+  const post = await postJson(`${sys.apiUrl}/v1/sessions/e2e-direct/tool-calls`, { server: 'notes', tool: 'add_note', arguments: { text: 'added by hand' } });
+  expect(post.status).toBe(202);
+  const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+  // (This system has an offline server: its `server_unavailable` notice comes too.)
+  const flow = events.filter((e) => e.event !== 'notice');
+  expect(flow.map((e) => e.event)).toEqual(['status', 'status', 'tool_call_started', 'tool_call_finished', 'text', 'done']);
+  expect(flow[2]?.data).toMatchObject({ name: 'notes__add_note', server: 'notes', tool: 'add_note', arguments: { text: 'added by hand' } });
+  const turn = await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId as string}`);
+  expect(turn.body).toMatchObject({ status: 'completed', steps: 0, toolCalls: [{ name: 'notes__add_note', state: 'completed', isError: false }] });
+  expect(turn.body.text).toMatch(/added by hand/);
+  expect(readFileSync(sys.notesFile, 'utf8')).toContain('added by hand');
+  // No model was asked.
+  expect(sys.model.requests().length).toBe(requestsBefore);
+  // Audited like any tool call, with the caller and the idempotency of the turn.
+  const audit = readFileSync(sys.auditFile, 'utf8');
+  expect(audit).toContain(post.body.turnId as string);
+  const session = await getJson(`${sys.apiUrl}/v1/sessions/e2e-direct/messages`);
+  expect(session.body.messages.map((m: { role: string; content: string }) => [m.role, m.content.slice(0, 30)])).toEqual([
+    ['user', 'Run notes/add_note {"text":"ad'],
+    ['assistant', (turn.body.text as string).slice(0, 30)],
+  ]);
+
+  // Arguments are checked against the tool's schema by the turn, as for the model.
+  const bad = await postJson(`${sys.apiUrl}/v1/sessions/e2e-direct/tool-calls`, { server: 'notes', tool: 'add_note', arguments: {} });
+  await readSse(`${sys.apiUrl}${bad.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+  const badTurn = await getJson(`${sys.apiUrl}/v1/turns/${bad.body.turnId as string}`);
+  expect(badTurn.body.text).toMatch(/^Error: Invalid arguments for notes__add_note/);
+
+  // What is not configured is refused at once; what the caller may not use is denied by the turn.
+  expect((await postJson(`${sys.apiUrl}/v1/sessions/e2e-direct/tool-calls`, { server: 'notes', tool: 'nope' })).body.error.code).toBe('unknown_tool');
+  expect((await postJson(`${sys.apiUrl}/v1/sessions/e2e-direct/tool-calls`, { server: 'ghost', tool: 'x' })).status).toBe(400);
+  expect((await postJson(`${sys.apiUrl}/v1/sessions/e2e-direct/tool-calls`, { server: 'notes' })).body.error.code).toBe('invalid_request');
+  const guest = bearer(await sys.token({ sub: 'u-guest', role: 'guest', tenant: 'demo' }));
+  const denied = await postJson(`${sys.apiUrl}/v1/sessions/e2e-direct/tool-calls`, { server: 'notes', tool: 'add_note', arguments: { text: 'sneaky' } }, guest);
+  expect(denied.status).toBe(202);
+  await readSse(`${sys.apiUrl}${denied.body.eventsUrl as string}`, { timeoutMs: 60_000, headers: guest });
+  const deniedTurn = await getJson(`${sys.apiUrl}/v1/turns/${denied.body.turnId as string}`, guest);
+  expect(deniedTurn.body.text).toMatch(/^Error: Denied by policy/);
+  expect(readFileSync(sys.notesFile, 'utf8')).not.toContain('sneaky');
+  expect(readFileSync(sys.auditFile, 'utf8')).toMatch(/"kind":"denial"[^\n]*u-guest|u-guest[^\n]*"kind":"denial"/);
 });

@@ -199,7 +199,19 @@ async function captureSession(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session]`: the groups to capture (default all). */
+/** A tool call run through a turn without the model (the console's "try a tool"). */
+async function captureDirect(): Promise<void> {
+  const sys = await startSystem();
+  try {
+    const { body } = await postJson(`${sys.apiUrl}/v1/sessions/replay/tool-calls`, { server: 'notes', tool: 'add_note', arguments: { text: 'added by hand' } });
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-direct-tool-call', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -208,6 +220,7 @@ async function all(): Promise<void> {
   if (want('security')) await captureSecurity();
   if (want('cancel')) await captureCancel();
   if (want('session')) await captureSession();
+  if (want('direct')) await captureDirect();
 }
 
 all().catch((err: unknown) => {
