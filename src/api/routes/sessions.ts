@@ -2,12 +2,12 @@
  * POST and GET /v1/sessions/:sessionId/messages: send a message (a new turn), read the conversation;
  * POST /v1/sessions/:sessionId/tool-calls: run one tool call through a turn, without the model.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { callerOf } from '../caller';
 import { IdempotencyKey, messageBody, parseRequest, SessionParams, ToolCallBody } from '../contract';
 import { HttpError } from '../errors';
 import { routeSchemas } from '../openapi';
-import type { TurnService } from '../turn-service';
+import type { Accepted, TurnService } from '../turn-service';
 
 export interface SessionRoutesOptions {
   service: TurnService;
@@ -18,54 +18,46 @@ export interface SessionRoutesOptions {
 export const sessionRoutes: FastifyPluginAsync<SessionRoutesOptions> = async (app, { service, maxMessageChars }) => {
   const MessageBody = messageBody(maxMessageChars);
 
+  /** The body must be JSON (the message's 415 names its own example). */
+  const requireJson = (request: FastifyRequest, example: string): void => {
+    if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+      throw new HttpError(415, 'unsupported_media_type', `Send the body as application/json: ${example}`);
+    }
+  };
+  /** What every submission carries from its request: the idempotency key and the caller's token. */
+  const submissionOf = (request: FastifyRequest): { idempotencyKey?: string; token?: string } => {
+    const key = request.headers['idempotency-key'];
+    const token = request.headers.authorization?.replace(/^Bearer\s+/i, '');
+    return {
+      ...(key === undefined ? {} : { idempotencyKey: parseRequest(IdempotencyKey, key, 'Idempotency-Key header') }),
+      ...(token ? { token } : {}),
+    };
+  };
+  /** 202 for a new turn, 200 for a repeated Idempotency-Key, with where to follow it. */
+  const accepted = (reply: FastifyReply, sessionId: string, { turnId, created, position }: Accepted) =>
+    reply
+      .status(created ? 202 : 200)
+      .header('location', `/v1/turns/${turnId}`)
+      .send({ sessionId, turnId, position, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
+
   // Limits first, before the body is looked at: a flood of malformed messages is spent budget too.
   app.post('/v1/sessions/:sessionId/messages', { schema: routeSchemas.postMessage, preHandler: async (request) => service.admit(callerOf(request)) }, async (request, reply) => {
     const { sessionId } = parseRequest(SessionParams, request.params, 'path');
-    const contentType = request.headers['content-type'] ?? '';
-    if (!/^application\/json\s*(;|$)/i.test(contentType)) {
-      throw new HttpError(415, 'unsupported_media_type', 'Send the message as application/json: { "text": "..." }');
-    }
+    requireJson(request, '{ "text": "..." }');
     const text = (request.body as { text?: unknown } | null)?.text;
     if (typeof text === 'string' && text.length > maxMessageChars) {
       throw new HttpError(413, 'payload_too_large', `The message is too long: at most ${maxMessageChars} characters.`);
     }
     const body = parseRequest(MessageBody, request.body, 'body');
-    const key = request.headers['idempotency-key'];
-    const token = request.headers.authorization?.replace(/^Bearer\s+/i, '');
-    const { turnId, ...outcome } = await service.submit(callerOf(request), {
-      sessionId,
-      text: body.text,
-      ...(key === undefined ? {} : { idempotencyKey: parseRequest(IdempotencyKey, key, 'Idempotency-Key header') }),
-      ...(token ? { token } : {}),
-    });
-    return reply
-      .status(outcome.created ? 202 : 200)
-      .header('location', `/v1/turns/${turnId}`)
-      .send({ sessionId, turnId, position: outcome.position, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
+    return accepted(reply, sessionId, await service.submit(callerOf(request), { sessionId, text: body.text, ...submissionOf(request) }));
   });
-
-  const requireJson = (contentType: string | undefined, example: string): void => {
-    if (!/^application\/json\s*(;|$)/i.test(contentType ?? '')) {
-      throw new HttpError(415, 'unsupported_media_type', `Send the body as application/json: ${example}`);
-    }
-  };
 
   app.post('/v1/sessions/:sessionId/tool-calls', { schema: routeSchemas.postToolCall, preHandler: async (request) => service.admit(callerOf(request)) }, async (request, reply) => {
     const { sessionId } = parseRequest(SessionParams, request.params, 'path');
-    requireJson(request.headers['content-type'], '{ "server": "...", "tool": "...", "arguments": { } }');
-    const body = parseRequest(ToolCallBody, request.body, 'body');
-    const key = request.headers['idempotency-key'];
-    const token = request.headers.authorization?.replace(/^Bearer\s+/i, '');
-    const { turnId, ...outcome } = await service.submitToolCall(callerOf(request), {
-      sessionId,
-      directCall: { server: body.server, tool: body.tool, arguments: body.arguments },
-      ...(key === undefined ? {} : { idempotencyKey: parseRequest(IdempotencyKey, key, 'Idempotency-Key header') }),
-      ...(token ? { token } : {}),
-    });
-    return reply
-      .status(outcome.created ? 202 : 200)
-      .header('location', `/v1/turns/${turnId}`)
-      .send({ sessionId, turnId, position: outcome.position, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
+    requireJson(request, '{ "server": "...", "tool": "...", "arguments": { } }');
+    const { server, tool, arguments: args } = parseRequest(ToolCallBody, request.body, 'body');
+    const directCall = { server, tool, arguments: args };
+    return accepted(reply, sessionId, await service.submitToolCall(callerOf(request), { sessionId, directCall, ...submissionOf(request) }));
   });
 
   app.get('/v1/sessions/:sessionId/messages', { schema: routeSchemas.listMessages }, async (request) => {
