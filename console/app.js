@@ -1,6 +1,7 @@
 // The console: a browser client of the public API only (the same routes as any frontend), built with
 // Preact hooks and htm tagged templates, no build step. Tabs: chat (live text, tool-call cards, inline
-// approvals, cancel, a link to each turn in the Temporal UI), approvals inbox, servers, tools.
+// approvals, cancel, each turn's trace and a link to it in the Temporal UI), approvals inbox, servers,
+// tools (with a form to run one through a turn).
 import { h, render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
@@ -63,7 +64,18 @@ function followTurn(turnId, token, update) {
     update((t) => ({ ...t, ...patch, running: false }));
   };
   let live = '';
+  // The message trace: every durable event with its server time, in order.
+  const trace = (type, d) => update((t) => ({ ...t, trace: [...t.trace, { type, at: Date.parse(d.at), data: d }] }));
+  for (const type of ['status', 'tool_call_started', 'tool_call_finished', 'notice', 'approval_required', 'approval_decided', 'text', 'done', 'error', 'cancelled']) {
+    source.addEventListener(type, (e) => {
+      const d = e.data ? JSON.parse(e.data) : null;
+      if (d && d.at) trace(type, d);
+    });
+  }
   on('status', (d) => d.phase === 'calling_llm' && ((live = ''), update((t) => ({ ...t, live: '' }))));
+  // Queued behind another turn of the session: what holds it up (sent when that changes), until it starts.
+  on('waiting', (d) => update((t) => ({ ...t, waiting: d })));
+  on('status', (d) => d.phase !== 'queued' && update((t) => (t.waiting ? { ...t, waiting: null } : t)));
   on('text_delta', (d) => {
     live = live.slice(0, d.offset) + d.text;
     update((t) => ({ ...t, live }));
@@ -91,12 +103,76 @@ function ToolCard({ call }) {
   </div>`;
 }
 
+/** One line of a turn's trace: what happened, in words. */
+function traceLine(e) {
+  const d = e.data;
+  switch (e.type) {
+    case 'status':
+      if (d.phase === 'calling_llm') return ['LLM', `step ${d.step}: request to the model`];
+      if (d.phase === 'calling_tools') return ['tools', `step ${d.step}: ${d.count} call${d.count === 1 ? '' : 's'}`];
+      return ['turn', d.phase ?? d.status];
+    case 'tool_call_started':
+      return ['MCP →', `${d.server}/${d.tool} ${JSON.stringify(d.arguments ?? {})}`];
+    case 'tool_call_finished':
+      return ['MCP ←', `${d.name} ${d.isError ? 'failed' : 'ok'}: ${String(d.message ?? d.result ?? '').slice(0, 300)}`];
+    case 'notice':
+      return ['notice', d.message];
+    case 'approval_required':
+      return ['approval', `${d.name} waits for a decision`];
+    case 'approval_decided':
+      return ['approval', `${d.toolCallId}: ${d.decision}${d.by ? ` by ${d.by}` : ''}`];
+    case 'text':
+      return ['answer', `${String(d.text ?? '').length} characters`];
+    default:
+      return [e.type, d.message ?? d.status ?? ''];
+  }
+}
+
+/** A queued turn's wait: the turn ahead, the decisions it waits for, and the way out. */
+function Waiting({ waiting, api }) {
+  const act = (route, body) => api('POST', route, body).catch((e) => alert(e.message));
+  return html`<div class="waiting" data-waiting=${waiting.behind}>
+    <div>Waits for the session's turn ahead, which ${waiting.status === 'awaiting_approval' ? 'waits for a decision' : 'is still running'}.</div>
+    ${waiting.pendingApprovals.map(
+      (a) => html`<div class="approval" data-approval=${a.toolCallId}>
+        <strong>${a.name}</strong> <code>${JSON.stringify(a.arguments ?? {})}</code> <span class="muted">(denied at ${new Date(a.deadline).toLocaleTimeString()} if nobody decides)</span>
+        <div class="row"><button class="ok" onClick=${() => act(a.decideUrl, { approve: true })}>Approve</button><button class="bad" onClick=${() => act(a.decideUrl, { approve: false })}>Deny</button></div>
+      </div>`,
+    )}
+    <button class="plain" onClick=${() => act(waiting.cancelUrl)}>Cancel the turn ahead</button>
+  </div>`;
+}
+
+/** The turn's message trace: LLM steps, MCP requests and results, with times from the server's events. */
+function Trace({ turn, link }) {
+  if (turn.trace.length === 0) return null;
+  const t0 = turn.trace[0].at;
+  const started = new Map(turn.trace.filter((e) => e.type === 'tool_call_started').map((e) => [e.data.toolCallId, e.at]));
+  return html`<details class="trace" data-trace=${turn.turnId}>
+    <summary>Trace (${turn.trace.length} events)</summary>
+    <table>
+      <thead><tr><th>+ms</th><th>took</th><th>what</th><th>detail</th></tr></thead>
+      <tbody>
+        ${turn.trace.map((e, i) => {
+          const [what, detail] = traceLine(e);
+          const next = turn.trace[i + 1];
+          // A tool call's time is from its start to its result; a step's until the next event.
+          const took = e.type === 'tool_call_finished' && started.has(e.data.toolCallId) ? e.at - started.get(e.data.toolCallId) : next && e.type === 'status' ? next.at - e.at : undefined;
+          return html`<tr data-kind=${e.type}><td>${e.at - t0}</td><td>${took === undefined ? '' : `${took} ms`}</td><td>${what}</td><td><code>${detail}</code></td></tr>`;
+        })}
+      </tbody>
+    </table>
+    ${link && html`<p><a href=${link} target="_blank" rel="noreferrer">The whole history in the Temporal UI</a></p>`}
+  </details>`;
+}
+
 function Turn({ turn, api, config }) {
   const decide = (toolCallId, approve) => api('POST', `/v1/turns/${turn.turnId}/approvals/${toolCallId}`, { approve }).catch((e) => alert(e.message));
   const link = config.temporalUiUrl && `${config.temporalUiUrl}/namespaces/${config.namespace}/workflows/${encodeURIComponent(turn.turnId)}`;
   return html`<div class="card turn" data-turn=${turn.turnId} data-status=${turn.status}>
     <div class="msg user"><div class="role">you</div><div class="text">${turn.userText}</div></div>
     ${turn.notices.map((n) => html`<div class="notice">${n}</div>`)}
+    ${turn.running && turn.waiting && html`<${Waiting} waiting=${turn.waiting} api=${api} />`}
     ${turn.tools.map((c) => html`<${ToolCard} call=${c} />`)}
     ${turn.approvals.map(
       (a) => html`<div class="approval" data-approval=${a.toolCallId}>
@@ -108,6 +184,7 @@ function Turn({ turn, api, config }) {
     )}
     <div class="msg assistant"><div class="role">assistant</div><div class="text answer">${turn.text ?? turn.live ?? ''}</div></div>
     ${turn.error && html`<div class="error">${turn.error}</div>`}
+    <${Trace} turn=${turn} link=${link} />
     <div class="row muted">
       <span class="status">${turn.running ? 'running…' : turn.status}</span>
       ${turn.running && html`<button class="plain" onClick=${() => api('POST', `/v1/turns/${turn.turnId}/cancel`).catch((e) => alert(e.message))}>Cancel</button>`}
@@ -116,24 +193,38 @@ function Turn({ turn, api, config }) {
   </div>`;
 }
 
-function Chat({ api, token, config }) {
+/** The chat's state, shared by the chat and the tools tab (a tool tried there runs as a turn of the chat's session). */
+function useChat(api, token) {
   const [session, setSession] = useState('console');
-  const [text, setText] = useState('');
   const [turns, setTurns] = useState([]);
-  const [error, setError] = useState(null);
   const stops = useRef([]);
   useEffect(() => () => stops.current.forEach((s) => s()), []);
+  /** Posts to one of the session's routes and follows the turn it starts. */
+  const start = useCallback(
+    async (route, body, userText) => {
+      const accepted = await api('POST', `/v1/sessions/${encodeURIComponent(session)}/${route}`, body);
+      const turn = { turnId: accepted.turnId, userText, tools: [], approvals: [], notices: [], trace: [], running: true, status: 'running', live: '' };
+      setTurns((ts) => [...ts, turn]);
+      const update = (fn) => setTurns((ts) => ts.map((t) => (t.turnId === turn.turnId ? fn(t) : t)));
+      stops.current.push(followTurn(turn.turnId, token, update));
+      return accepted;
+    },
+    [api, token, session],
+  );
+  return { session, setSession, turns, start };
+}
+
+function Chat({ api, config, chat }) {
+  const { session, setSession, turns } = chat;
+  const [text, setText] = useState('');
+  const [error, setError] = useState(null);
   const send = async () => {
     const message = text.trim();
     if (!message) return;
     setError(null);
     try {
-      const accepted = await api('POST', `/v1/sessions/${encodeURIComponent(session)}/messages`, { text: message });
+      await chat.start('messages', { text: message }, message);
       setText('');
-      const turn = { turnId: accepted.turnId, userText: message, tools: [], approvals: [], notices: [], running: true, status: 'running', live: '' };
-      setTurns((ts) => [...ts, turn]);
-      const update = (fn) => setTurns((ts) => ts.map((t) => (t.turnId === turn.turnId ? fn(t) : t)));
-      stops.current.push(followTurn(turn.turnId, token, update));
     } catch (e) {
       setError(e.message);
     }
@@ -199,15 +290,90 @@ function Servers({ api }) {
   </main>`;
 }
 
-function Tools({ api }) {
+/** A field per simple property of the tool's input schema; anything else is edited as JSON. */
+function fieldsOf(schema) {
+  const props = schema && schema.type === 'object' && schema.properties ? schema.properties : {};
+  const required = new Set(Array.isArray(schema?.required) ? schema.required : []);
+  return Object.entries(props).map(([name, p]) => {
+    const kind = Array.isArray(p.enum) ? 'enum' : ['string', 'number', 'integer', 'boolean'].includes(p.type) ? p.type : 'json';
+    return { name, kind, options: p.enum, required: required.has(name), description: p.description, fallback: p.default };
+  });
+}
+
+/** The arguments the form's values make, or an error naming the field. */
+function argumentsOf(fields, values) {
+  const args = {};
+  for (const f of fields) {
+    const v = values[f.name];
+    if (f.kind === 'boolean') {
+      if (v !== undefined) args[f.name] = v;
+      continue;
+    }
+    if (v === undefined || v === '') continue;
+    if (f.kind === 'number' || f.kind === 'integer') {
+      const n = Number(v);
+      if (!Number.isFinite(n)) return { error: `${f.name}: not a number` };
+      args[f.name] = n;
+    } else if (f.kind === 'json') {
+      try {
+        args[f.name] = JSON.parse(v);
+      } catch {
+        return { error: `${f.name}: not valid JSON` };
+      }
+    } else {
+      args[f.name] = v;
+    }
+  }
+  return { args };
+}
+
+/** Runs the tool through a turn of the chat's session (policy, approval and audit apply), then shows the chat. */
+function TryTool({ tool, chat, onStarted }) {
+  const fields = fieldsOf(tool.inputSchema);
+  const [values, setValues] = useState({});
+  const [error, setError] = useState(null);
+  const set = (name, v) => setValues((vs) => ({ ...vs, [name]: v }));
+  const run = async () => {
+    const built = argumentsOf(fields, values);
+    if (built.error) return setError(built.error);
+    setError(null);
+    try {
+      await chat.start('tool-calls', { server: tool.server, tool: tool.tool, arguments: built.args }, `Run ${tool.server}/${tool.tool} ${JSON.stringify(built.args)}`);
+      onStarted();
+    } catch (e) {
+      setError(e.message);
+    }
+  };
+  return html`<form class="try" data-try=${tool.name} onSubmit=${(e) => (e.preventDefault(), run())}>
+    ${fields.map(
+      (f) => html`<label class="field">
+        <span>${f.name}${f.required ? ' *' : ''} <span class="muted">${f.kind}${f.description ? ` — ${f.description}` : ''}</span></span>
+        ${f.kind === 'enum'
+          ? html`<select name=${f.name} onChange=${(e) => set(f.name, e.currentTarget.value)}><option value=""></option>${f.options.map((o) => html`<option value=${o}>${o}</option>`)}</select>`
+          : f.kind === 'boolean'
+            ? html`<input type="checkbox" name=${f.name} onChange=${(e) => set(f.name, e.currentTarget.checked)} />`
+            : f.kind === 'json'
+              ? html`<textarea name=${f.name} rows="3" placeholder="JSON" onInput=${(e) => set(f.name, e.currentTarget.value)}></textarea>`
+              : html`<input type=${f.kind === 'string' ? 'text' : 'number'} name=${f.name} onInput=${(e) => set(f.name, e.currentTarget.value)} />`}
+      </label>`,
+    )}
+    ${fields.length === 0 && html`<p class="muted">No arguments.</p>`}
+    ${error && html`<p class="error">${error}</p>`}
+    <button class="primary" type="submit">Run in session ${chat.session}</button>
+  </form>`;
+}
+
+function Tools({ api, chat, showChat }) {
   const { data, error } = usePolled(api, '/v1/tools', 30000);
   return html`<main>
     <h2>Tools your model is offered</h2>
+    <p class="muted">"Run" calls the tool through a turn of the chat's session, without the model: the policy, approvals and the audit log apply as for a call the model makes.</p>
     ${error && html`<p class="error">${error}</p>`}
     ${data?.tools.map(
       (t) => html`<details class="card catalog-tool" data-tool=${t.name}>
         <summary><strong>${t.name}</strong> <span class="muted">${t.description ?? ''}</span></summary>
-        <pre>${JSON.stringify(t.inputSchema, null, 2)}</pre>
+        <${TryTool} tool=${t} chat=${chat} onStarted=${showChat} />
+        <details><summary class="muted">input schema</summary><pre>${JSON.stringify(t.inputSchema, null, 2)}</pre></details>
       </details>`,
     )}
   </main>`;
@@ -227,6 +393,7 @@ function App() {
     setReason(typeof why === 'string' ? why : null);
   }, []);
   const api = useApi(token, signOut);
+  const chat = useChat(api, token);
   if (!token) {
     return html`<${SignIn} reason=${reason} onToken=${(t) => (sessionStorage.setItem(TOKEN_KEY, t), setToken(t), setReason(null))} />`;
   }
@@ -242,10 +409,10 @@ function App() {
       <span class="who">${who.sub ?? '?'} (${who.role ?? '?'}, ${who.tenant_id ?? '?'})</span>
       <button class="plain" onClick=${() => signOut()}>Sign out</button>
     </header>
-    <div style=${tab === 'chat' ? '' : 'display: none'}><${Chat} api=${api} token=${token} config=${config} /></div>
+    <div style=${tab === 'chat' ? '' : 'display: none'}><${Chat} api=${api} config=${config} chat=${chat} /></div>
     ${tab === 'approvals' && html`<${Approvals} api=${api} />`}
     ${tab === 'servers' && html`<${Servers} api=${api} />`}
-    ${tab === 'tools' && html`<${Tools} api=${api} />`}
+    ${tab === 'tools' && html`<${Tools} api=${api} chat=${chat} showChat=${() => setTab('chat')} />`}
   `;
 }
 

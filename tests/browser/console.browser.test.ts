@@ -95,9 +95,69 @@ test('servers and tools: each server with its state, the tools the caller may us
   await shot('servers');
   await page.click('#tab-tools');
   await page.locator('.catalog-tool[data-tool="notes__add_note"]').waitFor();
-  await page.locator('.catalog-tool[data-tool="notes__add_note"] summary').click();
+  await page.locator('.catalog-tool[data-tool="notes__add_note"] > summary').click();
   await expect(page.locator('.catalog-tool[data-tool="notes__add_note"] pre').textContent()).resolves.toContain('"text"');
   await shot('tools');
+});
+
+test('a tool tried from the tools tab runs through a turn of the chat session: its result, its trace, the policy applies', async () => {
+  const echo = page.locator('.catalog-tool[data-tool="everything__echo"]');
+  await echo.locator(':scope > summary').click();
+  await echo.locator('form.try input[name="message"]').fill('tried by hand');
+  await echo.locator('form.try button[type="submit"]').click();
+  // The chat shows the turn: the call, then its result as the answer. No model step.
+  await page.locator('#message').waitFor();
+  const turn = lastTurn();
+  await expect(turn.locator('.msg.user .text').textContent()).resolves.toBe('Run everything/echo {"message":"tried by hand"}');
+  await page.locator('.turn[data-status="completed"]').nth(3).waitFor();
+  await expect(turn.locator('.answer').textContent()).resolves.toContain('tried by hand');
+  await expect(turn.locator('.tool.completed[data-tool="everything__echo"]').count()).resolves.toBe(1);
+  // Its trace: the call and its result with how long it took, and the link to the Temporal UI.
+  await turn.locator('details.trace summary').click();
+  await expect(turn.locator('details.trace tr[data-kind="tool_call_started"]').textContent()).resolves.toContain('everything/echo');
+  await expect(turn.locator('details.trace tr[data-kind="tool_call_finished"]').textContent()).resolves.toMatch(/\d+ ms.*everything__echo ok/);
+  await expect(turn.locator('details.trace tr[data-kind="status"]').allTextContents()).resolves.not.toContainEqual(expect.stringContaining('request to the model'));
+  await expect(turn.locator('details.trace a').getAttribute('href')).resolves.toContain(encodeURIComponent(await turn.getAttribute('data-turn') ?? '?'));
+  await shot('trace');
+
+  // A chat turn's trace shows its LLM steps too.
+  const first = page.locator('.turn').first();
+  await first.locator('details.trace summary').click();
+  await expect(first.locator('details.trace').textContent()).resolves.toMatch(/LLMstep 1: request to the model/);
+
+  // The policy applies as for the model: adding a note needs an approval here, asked inline.
+  await page.click('#tab-tools');
+  const add = page.locator('.catalog-tool[data-tool="notes__add_note"]');
+  await add.locator(':scope > summary').click();
+  await add.locator('form.try input[name="text"]').fill('typed in the form');
+  await add.locator('form.try button[type="submit"]').click();
+  const card = lastTurn().locator('.approval');
+  await card.locator('button:has-text("Approve")').waitFor();
+  await card.locator('button:has-text("Approve")').click();
+  await page.locator('.turn[data-status="completed"]').nth(4).waitFor();
+  await expect(lastTurn().locator('.answer').textContent()).resolves.toContain('typed in the form');
+});
+
+test('a message queued behind a turn that waits for approval says why, and approving from there releases both', async () => {
+  await page.click('#tab-chat');
+  await page.fill('#message', 'remember that the cat is fed');
+  await page.click('#send');
+  const ahead = lastTurn();
+  await ahead.locator('.approval button:has-text("Approve")').waitFor();
+  const aheadId = await ahead.getAttribute('data-turn');
+  await page.fill('#message', 'hello');
+  await page.click('#send');
+  const queued = lastTurn();
+  const waiting = queued.locator('.waiting');
+  await waiting.locator('button:has-text("Approve")').waitFor();
+  await expect(waiting.textContent()).resolves.toMatch(/waits for a decision.*notes__add_note.*the cat is fed.*denied at/);
+  await expect(waiting.getAttribute('data-waiting')).resolves.toBe(aheadId);
+  await shot('waiting');
+  await waiting.locator('button:has-text("Approve")').click();
+  await page.locator(`.turn[data-turn="${aheadId ?? '?'}"][data-status="completed"]`).waitFor();
+  await page.locator(`.turn[data-turn="${(await queued.getAttribute('data-turn')) ?? '?'}"][data-status="completed"]`).waitFor();
+  await expect(queued.locator('.waiting').count()).resolves.toBe(0);
+  await expect(queued.locator('.answer').textContent()).resolves.toContain('Hello! I am the demo model');
 });
 
 test('the API docs page renders the OpenAPI document', async () => {
