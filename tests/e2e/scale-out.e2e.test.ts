@@ -90,7 +90,9 @@ function liveText(events: SseEvent[]): string {
 test('posted through one replica, the turn streams live from the other (SSE and WebSocket)', async () => {
   const [api1, api2] = apis as unknown as [{ url: string }, { url: string }];
   const headers = bearer(await sys.token('admin'));
-  sys.model.setFaults([{ chunkDelayMs: 5, times: 1 }]);
+  // Slow enough (about 4 s of text) that a stream whose first read is slow on a loaded machine still
+  // starts while the model writes.
+  sys.model.setFaults([{ chunkDelayMs: 20, times: 1 }]);
   const socket = await connectWs(`${api2.url.replace(/^http/, 'ws')}/ws?sessionId=replicas`, headers);
   const post = await postMessage(api1.url, 'replicas', 'long please', headers);
   expect(post.status).toBe(202);
@@ -129,7 +131,7 @@ test('a replica killed mid-stream: the client resumes on the other with Last-Eve
   const [api1, api2] = apis as unknown as [{ url: string; proc: ManagedProcess }, { url: string; proc: ManagedProcess }];
   const headers = bearer(await sys.token('admin'));
   // Slow enough to kill the replica while the model writes.
-  sys.model.setFaults([{ chunkDelayMs: 15, times: 1 }]);
+  sys.model.setFaults([{ chunkDelayMs: 40, times: 1 }]);
   const post = await postMessage(api1.url, 'failover', 'long please', headers);
   expect(post.status).toBe(202);
 
