@@ -14,8 +14,9 @@ import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import { sessionOfTurn } from '../shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
-import type { Catalog, ToolOutcome } from '../shared/tool-types';
-import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse } from '../shared/turn';
+import type { Catalog, CatalogRefs, ToolOutcome } from '../shared/tool-types';
+import { toLlmTools } from '../core/host-loop';
+import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
 import type { Logger } from '../logger';
 import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
@@ -75,6 +76,23 @@ export interface GatheredContext {
 export function createActivities(deps: ActivityDeps) {
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
   const scrub = (text: string) => scrubSecrets(text, deps.secrets);
+  /** The catalog this worker listed last: what tool names in an LLM request resolve against. */
+  let lastCatalog: Catalog | undefined;
+  const catalog = async (): Promise<Catalog> => (lastCatalog = await deps.hub.catalog());
+
+  /**
+   * The tool specs of an LLM request: sent in full (older turns), or by name and resolved here from the
+   * catalog (listed again if a name is unknown, e.g. on a worker that has not listed it yet). A name
+   * whose tool is gone is left out: the model cannot call what no server offers now.
+   */
+  async function toolSpecs(req: LlmRequest): Promise<LlmToolSpec[]> {
+    if (!req.toolNames) return req.tools;
+    const names = req.toolNames;
+    const known = (c: Catalog | undefined) => new Map((c?.tools ?? []).map((t) => [t.name, t] as const));
+    let byName = known(lastCatalog);
+    if (names.some((n) => !byName.has(n))) byName = known(await catalog());
+    return toLlmTools(names.flatMap((n) => byName.get(n) ?? []));
+  }
 
   /** Heartbeats on a timer while `work` runs; returns what `work` returns. */
   async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
@@ -97,7 +115,13 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     async listCatalog(): Promise<Catalog> {
-      return await deps.hub.catalog();
+      return await catalog();
+    },
+
+    /** The catalog as a turn records it: names and servers only (see CatalogRefs). */
+    async listToolRefs(): Promise<CatalogRefs> {
+      const c = await catalog();
+      return { tools: c.tools.map((t) => ({ name: t.name, server: t.server, tool: t.tool })), servers: c.servers };
     },
 
     async gatherContext(spec: ContextSpec, user?: UserContext): Promise<GatheredContext> {
@@ -140,7 +164,7 @@ export function createActivities(deps: ActivityDeps) {
         let lastBeat = 0;
         try {
           const attempt = ctx.info.attempt;
-          const response = await deps.llm.complete(req, {
+          const response = await deps.llm.complete({ ...req, tools: await toolSpecs(req) }, {
             signal: ctx.cancellationSignal,
             onChunk: (delta) => {
               // Live text for watching clients; a retried attempt announces itself with a reset.

@@ -2,7 +2,7 @@
  * Pure decisions of the host loop. The turn workflow drives these; jest tests them without Temporal.
  * No I/O, no clocks, no randomness: everything here must replay identically.
  */
-import type { CatalogTool } from '../shared/tool-types';
+import type { CatalogTool, ToolRef } from '../shared/tool-types';
 import type { ChatMessage, LlmToolCall, LlmToolSpec } from '../shared/turn';
 
 /** The tools as the LLM sees them. Descriptions are prefixed with the server so the model can tell them apart. */
@@ -21,8 +21,8 @@ function normalizeParameters(schema: Record<string, unknown>): Record<string, un
 }
 
 export type PlannedCall =
-  | { kind: 'call'; call: LlmToolCall; tool: CatalogTool; arguments: Record<string, unknown> }
-  | { kind: 'reject'; call: LlmToolCall; tool?: CatalogTool; arguments: unknown; reason: string };
+  | { kind: 'call'; call: LlmToolCall; tool: ToolRef; arguments: Record<string, unknown> }
+  | { kind: 'reject'; call: LlmToolCall; tool?: ToolRef; arguments: unknown; reason: string };
 
 /**
  * Resolves each tool call of one LLM step through the catalog (never by splitting names) and parses
@@ -30,9 +30,9 @@ export type PlannedCall =
  */
 export function planToolCalls(
   calls: readonly LlmToolCall[],
-  tools: readonly CatalogTool[],
+  tools: readonly ToolRef[],
   /** The tools the caller may see; an "unknown tool" answer must not reveal the hidden ones. */
-  visible: readonly CatalogTool[] = tools,
+  visible: readonly ToolRef[] = tools,
 ): PlannedCall[] {
   const byName = new Map(tools.map((t) => [t.name, t] as const));
   const seen = new Set<string>();

@@ -17,7 +17,7 @@
  * (`payments/*`, `payments/refund_payment`).
  */
 import type { Policy } from '../shared/policy';
-import type { CatalogTool } from '../shared/tool-types';
+import type { CatalogTool, ToolRef } from '../shared/tool-types';
 import type { UserContext } from '../shared/user';
 
 export type ToolDecision = { allowed: true; needsApproval: boolean } | { allowed: false; reason: string };
@@ -80,7 +80,7 @@ export function decideTool(policy: Policy, user: UserContext, server: string, to
 }
 
 /** The tools `user` may call; the LLM is never shown the others. Order is preserved. */
-export function filterCatalog(policy: Policy, user: UserContext, tools: CatalogTool[]): CatalogTool[] {
+export function filterCatalog<T extends ToolRef = CatalogTool>(policy: Policy, user: UserContext, tools: readonly T[]): T[] {
   return tools.filter((t) => decideTool(policy, user, t.server, t.tool).allowed);
 }
 

@@ -3,6 +3,19 @@
  * Produced by the MCP layer (worker side), carried through workflow history, so it must stay
  * plain JSON and must never hold secrets.
  */
+/** What a turn needs of a tool to route and check a call: its names, not its schema. */
+export type ToolRef = Pick<CatalogTool, 'name' | 'server' | 'tool'>;
+
+/**
+ * The catalog as a turn records it (the local activity's result in history): tool references and the
+ * servers' states. The LLM activity resolves the names to full tool specs in the worker, so schemas
+ * and descriptions are not copied into every step's input.
+ */
+export interface CatalogRefs {
+  tools: ToolRef[];
+  servers: ServerStatus[];
+}
+
 export interface CatalogTool {
   /** LLM-visible name, `server__tool` sanitized to ^[a-zA-Z0-9_-]{1,64}$ and stable across restarts. */
   name: string;

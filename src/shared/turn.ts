@@ -34,7 +34,13 @@ export interface LlmRequest {
   turnId: string;
   step: number;
   messages: ChatMessage[];
+  /** The tools offered, in full (turns recorded before tool references, and the summarizer: none). */
   tools: LlmToolSpec[];
+  /**
+   * The tools offered, by LLM-visible name: the worker resolves them from its catalog, so schemas are
+   * not copied into every step's input. Takes precedence over `tools`.
+   */
+  toolNames?: string[];
 }
 
 export interface LlmResponse {

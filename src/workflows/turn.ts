@@ -18,9 +18,9 @@ import { createTurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
-import type { Catalog, ToolOutcome } from '../shared/tool-types';
+import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome, ToolRef } from '../shared/tool-types';
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
-import type { ChatMessage, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
+import type { ChatMessage, LlmRequest, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
 import { handleApprovals } from './approvals';
 import { beginTurnSignal, turnStateQuery } from './definitions';
 
@@ -104,12 +104,17 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     emit('status', { status: 'running', phase: 'gathering_context' });
     // The catalog is an in-memory read in the worker: a local activity saves a server round trip and
     // a workflow task before the first LLM call. Turns recorded before this change replay as before.
-    const listCatalog = patched('catalog-as-local-activity')
-      ? localDiscovery.listCatalog()
-      : discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []);
+    // Since tool references: the turn records names and servers only, and each LLM step sends names
+    // that the worker resolves to schemas (no schema is copied into history per step).
+    const byReference = patched('catalog-by-reference');
+    const listCatalog: Promise<CatalogRefs | Catalog> = byReference
+      ? localDiscovery.listToolRefs()
+      : patched('catalog-as-local-activity')
+        ? localDiscovery.listCatalog()
+        : discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []);
     const [catalog, context] = await Promise.all([
       listCatalog.catch(
-        (err: unknown): Catalog => {
+        (err: unknown): CatalogRefs => {
           log.warn('tool catalog unavailable', { error: describeFailure(err) });
           emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
           return { tools: [], servers: [] };
@@ -123,13 +128,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     for (const f of context.failures) {
       emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
     }
-    const unavailable = catalog.servers.filter((s: Catalog['servers'][number]) => s.state === 'unavailable');
+    const unavailable = catalog.servers.filter((s) => s.state === 'unavailable');
     for (const s of unavailable) {
       emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
     }
 
     // The model only ever sees the tools the caller may use.
-    const visibleTools = user && policy ? filterCatalog(policy, user, catalog.tools) : catalog.tools;
+    const visibleTools: ToolRef[] = user && policy ? filterCatalog<ToolRef>(policy, user, catalog.tools) : catalog.tools;
     if (input.directCall) {
       // Planned as if the model had asked for it, so an unknown or hidden tool is refused the same way.
       const d = input.directCall;
@@ -140,7 +145,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
       return state;
     }
-    const llmTools = toLlmTools(visibleTools);
+    // By name (resolved in the worker), or in full for turns that started before tool references.
+    const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = byReference
+      ? { tools: [], toolNames: visibleTools.map((t) => t.name) }
+      : { tools: toLlmTools(visibleTools as CatalogTool[]) };
     const messages: ChatMessage[] = buildInitialMessages({
       systemPrompt: options.systemPrompt,
       context: context.pieces,
@@ -159,7 +167,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       let response;
       try {
         response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
-          { turnId: input.turnId, step, messages, tools: offerTools ? llmTools : [] },
+          { turnId: input.turnId, step, messages, ...(offerTools ? offered : { tools: [] }) },
         ]);
       } catch (err) {
         if (isCancellation(err)) throw err;

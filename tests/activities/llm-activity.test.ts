@@ -115,3 +115,32 @@ test('cancelling the activity aborts the LLM request', async () => {
   expect(Date.now() - started).toBeLessThan(3_000);
   expect(err).toBeInstanceOf(CancelledFailure);
 });
+
+test('tools offered by name are resolved from the worker catalog, listed again for an unknown name; gone ones are left out', async () => {
+  const tool = (name: string, server: string) => ({ name, server, tool: name.split('__')[1] ?? name, description: `does ${name}`, inputSchema: { type: 'object', properties: { q: { type: 'string' } } } });
+  let catalog = { tools: [tool('a__b', 'a')], servers: [] };
+  let listed = 0;
+  const hub = { catalog: async () => (listed++, catalog) } as unknown as McpServerHub;
+  const acts = createActivities({
+    hub,
+    llm: createLlmClient({ baseUrl: model.url, model: 'demo-model', apiKey: SECRET, timeoutMs: 5_000 }),
+    validator: { validate: () => ({ ok: true }) },
+    logger: pino({ level: 'silent' }),
+    secrets: [SECRET],
+  });
+  const env = new MockActivityEnvironment();
+  await env.run(acts.listToolRefs);
+  expect(listed).toBe(1);
+  await env.run(acts.callLlm, { ...req('long answer'), tools: [], toolNames: ['a__b'] });
+  const sent = (model.requests().at(-1)?.body as { tools?: Array<{ function: { name: string; description: string; parameters: unknown } }> }).tools;
+  expect(sent?.map((t) => t.function)).toEqual([{ name: 'a__b', description: '[a] does a__b', parameters: { type: 'object', properties: { q: { type: 'string' } } } }]);
+  // Resolved from what the worker listed: no second listing.
+  expect(listed).toBe(1);
+
+  // A name this worker has not seen: it lists again; a tool no server offers any more is left out.
+  catalog = { tools: [tool('a__b', 'a'), tool('c__d', 'c')], servers: [] };
+  await env.run(acts.callLlm, { ...req('long answer'), tools: [], toolNames: ['c__d', 'gone__x'] });
+  expect(listed).toBe(2);
+  const again = (model.requests().at(-1)?.body as { tools?: Array<{ function: { name: string } }> }).tools;
+  expect(again?.map((t) => t.function.name)).toEqual(['c__d']);
+});

@@ -211,7 +211,22 @@ async function captureDirect(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct]`: the groups to capture (default all). */
+/** Turns that record tool references (the catalog by name; LLM steps offer names): a tool turn and a direct call. */
+async function captureRefs(): Promise<void> {
+  const sys = await startSystem();
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'remember that names are enough');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-refs-two-servers', body.turnId);
+    const direct = await postJson(`${sys.apiUrl}/v1/sessions/replay/tool-calls`, { server: 'everything', tool: 'echo', arguments: { message: 'by reference' } });
+    await readSse(`${sys.apiUrl}${direct.body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-refs-direct-tool-call', direct.body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -221,6 +236,7 @@ async function all(): Promise<void> {
   if (want('cancel')) await captureCancel();
   if (want('session')) await captureSession();
   if (want('direct')) await captureDirect();
+  if (want('refs')) await captureRefs();
 }
 
 all().catch((err: unknown) => {

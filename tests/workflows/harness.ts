@@ -120,6 +120,7 @@ export class FakeActivities {
   readonly defaults: Activities = {
     recordAudit: async () => undefined,
     listCatalog: async () => CATALOG,
+    listToolRefs: async () => ({ tools: CATALOG.tools.map(({ name, server, tool }) => ({ name, server, tool })), servers: CATALOG.servers }),
     gatherContext: async () => ({ pieces: [], failures: [] }),
     callLlm: async (req) => {
       throw ApplicationFailure.nonRetryable(`no fake LLM scripted for ${req.turnId}`, 'TestNotScripted');
@@ -133,6 +134,7 @@ export class FakeActivities {
   readonly activities: Activities = {
     recordAudit: (...args) => this.dispatch('recordAudit', args),
     listCatalog: (...args) => this.dispatch('listCatalog', args),
+    listToolRefs: (...args) => this.dispatch('listToolRefs', args),
     gatherContext: (...args) => this.dispatch('gatherContext', args),
     callLlm: (...args) => this.dispatch('callLlm', args),
     summarizeConversation: (...args) => this.dispatch('summarizeConversation', args),

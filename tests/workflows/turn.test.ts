@@ -283,11 +283,13 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect(state.text).toBe('I stopped after 2 tool steps without reaching an answer.');
     expect(state.steps).toBe(3);
     const llm = fakes.calls(id, 'callLlm');
-    expect(llm.map((r) => [r.step, r.tools.length])).toEqual([
-      [1, CATALOG.tools.length],
-      [2, CATALOG.tools.length],
-      [3, 0],
+    // Tools are offered by name (the worker resolves them); past the limit, none.
+    expect(llm.map((r) => [r.step, r.toolNames?.length ?? 0, r.tools.length])).toEqual([
+      [1, CATALOG.tools.length, 0],
+      [2, CATALOG.tools.length, 0],
+      [3, 0, 0],
     ]);
+    expect(llm[0]?.toolNames).toEqual(CATALOG.tools.map((t) => t.name));
     expect(fakes.calls(id, 'callTool').map((c) => c.toolCallId)).toEqual(['c1', 'c2']);
     expect(state.toolCalls.map((c) => [c.id, c.step, c.state])).toEqual([
       ['c1', 1, 'completed'],
