@@ -9,6 +9,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { sealToken } from '../security/seal';
+import { policyForRole } from '../core/policy';
 import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
 import type { DirectToolCall, TurnState, ApprovalInput } from '../shared/turn';
@@ -140,7 +141,8 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
         text,
         ...(directCall ? { directCall } : {}),
         user,
-        policy,
+        // Only the caller's role rule (and the shared settings): the turn decides on nothing else.
+        policy: policyForRole(policy, user.role),
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
         options: { ...turnOptions, context: contextByRole[user.role] ?? turnOptions.context },
       };

@@ -88,6 +88,17 @@ export function filterCatalog<T extends ToolRef = CatalogTool>(policy: Policy, u
  * May `user` approve or reject a pending tool call of a session owned by `ownerId`? The owner may,
  * and so may any role in `approval.approverRoles`. The caller checks the tenant matches.
  */
+/**
+ * The part of the policy that decides for one role: its own rule, and the scopes, super scope and
+ * approval settings every role shares. A turn carries this in its input instead of the whole document
+ * (other roles' rules are noise in its history and the Temporal UI); every decision for that role is the
+ * same on it as on the whole policy, and approvers are checked against `approval`, which it keeps.
+ */
+export function policyForRole(policy: Policy, role: string): Policy {
+  const rule = ownValue(policy.roles, role);
+  return { ...policy, roles: Object.fromEntries(rule ? [[role, rule]] : []) };
+}
+
 export function canApprove(policy: Policy, user: UserContext, ownerId: string): boolean {
   if (user.id === ownerId) return true;
   return policy.approval?.approverRoles.includes(user.role) ?? false;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { canApprove, decideTool, filterCatalog, requiredScopes } from '../../src/core/policy';
+import { canApprove, decideTool, filterCatalog, policyForRole, requiredScopes } from '../../src/core/policy';
 import type { CatalogTool } from '../../src/shared/tool-types';
 import { parsePolicy, PolicyError, UserContextSchema } from '../../src/config/policy';
 import type { Policy } from '../../src/shared/policy';
@@ -283,5 +283,29 @@ describe('examples/policy.json', () => {
     expect(canApprove(policy, ada, 'u-tom')).toBe(true);
     expect(canApprove(policy, { ...tom, id: 'u-olivia' }, 'u-tom')).toBe(false);
     expect(policy.approval).toEqual({ tools: ['payments/refund_payment'], timeoutMs: 300_000, approverRoles: ['admin'] });
+  });
+});
+
+describe('policyForRole', () => {
+  const example = parsePolicy(JSON.parse(readFileSync(path.resolve(__dirname, '../../examples/policy.json'), 'utf8')), 'examples/policy.json');
+  const refs = ['admin/add_user', 'admin/find_user', 'payments/process_payment', 'payments/refund_payment', 'payments/get_invoice', 'notes/add_note', 'teacher/assign_homework', 'comms/send_bulk', 'student/view_grades', 'everything/echo', 'secret/list_secrets', 'x/y'];
+  const scopeSets = [[], ['admin.super'], ['payments.charge', 'payments.read'], ['payments.refund', 'payments.write', 'payments.read'], ['comms.send', 'teacher.homework']];
+
+  test.each([
+    ['basic', basic],
+    ['examples/policy.json', example],
+  ])('decides every call of a role exactly as the whole %s policy does, and keeps no other role', (_name, policy) => {
+    for (const role of [...Object.keys(policy.roles), 'nobody', '__proto__', 'constructor']) {
+      const slice = policyForRole(policy, role);
+      expect(Object.keys(slice.roles)).toEqual(Object.hasOwn(policy.roles, role) ? [role] : []);
+      for (const scopes of scopeSets) {
+        const user: UserContext = { id: 'u', role, tenant: 't', scopes };
+        for (const ref of refs) {
+          const [server = '', tool = ''] = ref.split('/');
+          expect([role, scopes, ref, decideTool(slice, user, server, tool)]).toEqual([role, scopes, ref, decideTool(policy, user, server, tool)]);
+        }
+        expect(canApprove(slice, { ...user, id: 'approver' }, 'owner')).toBe(canApprove(policy, { ...user, id: 'approver' }, 'owner'));
+      }
+    }
   });
 });
