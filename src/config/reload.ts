@@ -76,12 +76,20 @@ export function reloadableFile<T>(opts: ReloadableOptions<T>): ReloadableFile<T>
   };
 
   const onStat = (): void => void reload();
-  if (opts.pollMs > 0) watchFile(opts.file, { interval: opts.pollMs, persistent: false }, onStat);
+  let settle: NodeJS.Timeout | undefined;
+  if (opts.pollMs > 0) {
+    watchFile(opts.file, { interval: opts.pollMs, persistent: false }, onStat);
+    // The watcher's first status read is its baseline: an edit that lands before it is not a change to
+    // it. One look once that baseline surely exists catches such an edit (a no-op otherwise).
+    settle = setTimeout(onStat, opts.pollMs * 3);
+    settle.unref();
+  }
 
   return {
     current: () => value,
     reload,
     close: () => {
+      clearTimeout(settle);
       if (opts.pollMs > 0) unwatchFile(opts.file, onStat);
     },
   };
