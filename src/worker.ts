@@ -1,6 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import type { MetricsSinks, TurnOutcome } from './workflows/definitions';
+import { sessionOfTurn } from './shared/ids';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
@@ -97,6 +100,23 @@ async function main(): Promise<void> {
       namespace: env.TEMPORAL_NAMESPACE,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
+      // Turn outcomes for metrics and the log: called by the turn workflow, never during replay.
+      sinks: {
+        metrics: {
+          turnFinished: {
+            fn: (info: WorkflowInfo, outcome: TurnOutcome, llmSteps: number, toolCalls: number) => {
+              const seconds = (Date.now() - info.startTime.getTime()) / 1000;
+              metrics.observer.turnFinished(outcome, seconds, info.historyLength);
+              const sessionId = sessionOfTurn(info.workflowId);
+              logger.info(
+                { turnId: info.workflowId, ...(sessionId ? { sessionId } : {}), outcome, llmSteps, toolCalls, ms: Math.round(seconds * 1000), historyEvents: info.historyLength },
+                'turn finished',
+              );
+            },
+            callDuringReplay: false,
+          },
+        },
+      } satisfies InjectedSinks<MetricsSinks>,
       activities: createActivities({
         audit,
         hub,

@@ -15,6 +15,8 @@ export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'perman
 export interface WorkerObserver {
   llmCall(outcome: LlmOutcome, seconds: number): void;
   toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number): void;
+  /** A turn ended (from the turn workflow's sink, on the worker that ran its last task). */
+  turnFinished(outcome: 'completed' | 'failed' | 'cancelled', seconds: number, historyEvents: number): void;
 }
 
 const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
@@ -39,6 +41,19 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60],
     registers: [registry],
   });
+  const turns = new Histogram({
+    name: 'dmh_turn_seconds',
+    help: 'Turns from start (queue wait in the session included) to their end, by outcome.',
+    labelNames: ['outcome'],
+    buckets: [0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+    registers: [registry],
+  });
+  const historyEvents = new Histogram({
+    name: 'dmh_turn_history_events',
+    help: 'History events of a turn workflow when it ended.',
+    buckets: [10, 20, 40, 80, 160, 320, 640, 1280],
+    registers: [registry],
+  });
   new Gauge({
     name: 'dmh_mcp_circuit_state',
     help: "The worker's circuit breaker per MCP server: 0 closed, 1 half open, 2 open.",
@@ -54,6 +69,10 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
     observer: {
       llmCall: (outcome, seconds) => llm.observe({ outcome }, seconds),
       toolCall: (server, toolName, outcome, seconds) => tool.observe({ server, tool: toolName, outcome }, seconds),
+      turnFinished: (outcome, seconds, events) => {
+        turns.observe({ outcome }, seconds);
+        historyEvents.observe(events);
+      },
     },
   };
 }

@@ -3,11 +3,25 @@
  * end to end. Imported by non-workflow code too: keep it free of workflow-only side effects.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { SessionView, SubmitMessageInput, SubmitMessageResult } from '../shared/session';
 import type { ApprovalInput, ApprovalResult, ChatMessage, TurnState } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
+
+/** How a turn ended, as its metrics count it. */
+export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
+
+/**
+ * What workflows tell the worker's metrics (Temporal sinks: called from workflow code, run outside
+ * it, never during replay, and no command or history event of their own).
+ */
+export interface MetricsSinks extends Sinks {
+  metrics: {
+    /** The turn ended; the worker adds its duration since start and its history length (from the call's workflow info). */
+    turnFinished(outcome: TurnOutcome, llmSteps: number, toolCalls: number): void;
+  };
+}
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';
 export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
 

@@ -8,6 +8,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -22,7 +23,7 @@ import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome, ToolRef } from '..
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
 import type { ChatMessage, LlmRequest, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
 import { handleApprovals } from './approvals';
-import { beginTurnSignal, turnStateQuery } from './definitions';
+import { beginTurnSignal, type MetricsSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
 function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
   return {
@@ -80,8 +81,14 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   setHandler(turnStateQuery, (afterEventId?: number) => record.view(afterEventId));
   const approvals = handleApprovals(record, user, policy, recordAudit);
 
+  const { metrics } = proxySinks<MetricsSinks>();
+  // The SDK logger (pino in the worker) adds the workflow id, which is the turn id; not logged on replay.
+  log.info('turn started', { sessionId: input.sessionId, ...(user ? { userId: user.id } : {}), ...(input.directCall ? { directCall: true } : {}) });
+  const finished = (outcome: TurnOutcome): void => metrics.turnFinished(outcome, state.steps, state.toolCalls.length);
+
   const fail = (error: TurnError): never => {
     record.fail(error);
+    finished('failed');
     throw ApplicationFailure.create({
       type: Failure.TurnFailed,
       message: error.message,
@@ -143,6 +150,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       emit('status', { status: 'running', phase: 'calling_tools', step: 1, count: 1 });
       const outcome = await runToolCall(planned as PlannedCall, 1);
       record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
+      finished('completed');
       return state;
     }
     // By name (resolved in the worker), or in full for turns that started before tool references.
@@ -194,12 +202,14 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     }
 
     record.complete(finalText);
+    finished('completed');
     return state;
   } catch (err) {
     // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
     // cancelled (the server gets notifications/cancelled), no further tool call starts.
     if (!isCancellation(err)) throw err;
     record.cancel();
+    finished('cancelled');
     throw new CancelledFailure('The turn was cancelled.', [state]);
   }
 

@@ -23,6 +23,7 @@ afterAll(async () => {
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   for (const line of text.split('\n')) {
+    if (line.startsWith(`${name} `) && want.length === 0) return Number(line.slice(name.length + 1));
     if (!line.startsWith(`${name}{`)) continue;
     const labelText = line.slice(name.length + 1, line.indexOf('}'));
     if (want.every((l) => labelText.split(',').includes(l))) return Number(line.slice(line.lastIndexOf(' ') + 1));
@@ -42,6 +43,10 @@ test('after one turn with a tool call, the worker and the API report it', async 
   expect(sample(worker, 'dmh_tool_call_seconds_count', { server: 'everything', tool: 'echo', outcome: 'ok' })).toBe(1);
   expect(sample(worker, 'dmh_llm_call_seconds_count', { outcome: 'ok' })).toBe(2);
   expect(sample(worker, 'dmh_mcp_circuit_state', { server: 'everything' })).toBe(0);
+  // The turn's end, from the workflow's sink: its outcome, duration and history length.
+  expect(sample(worker, 'dmh_turn_seconds_count', { outcome: 'completed' })).toBe(1);
+  expect(sample(worker, 'dmh_turn_history_events_count', {})).toBe(1);
+  expect(sample(worker, 'dmh_turn_history_events_sum', {})).toBeGreaterThan(5);
   expect(worker).toContain('dmh_worker_process_cpu_seconds_total');
 
   expect((await fetch(`${sys.apiUrl}/metrics`)).status).toBe(401);
@@ -65,6 +70,9 @@ test("the worker's log is one stream of JSON lines; each tool call is a line wit
     }
   });
   const call = parsed.find((l) => l.msg === 'tool call' && l.turnId === post.body.turnId);
+  // The turn's start (the workflow's own log line, with its id) and end, at info.
+  expect(parsed.find((l) => l.msg === 'turn started' && l.workflowId === post.body.turnId)).toMatchObject({ level: 30, sessionId: 'logs', userId: 'u-ada' });
+  expect(parsed.find((l) => l.msg === 'turn finished' && l.turnId === post.body.turnId)).toMatchObject({ level: 30, sessionId: 'logs', outcome: 'completed', llmSteps: 2, toolCalls: 1 });
   expect(call).toMatchObject({ level: 30, name: 'worker', sessionId: 'logs', userId: 'u-ada', server: 'everything', tool: 'echo', attempt: 1, outcome: 'ok' });
   expect(call?.ms).toEqual(expect.any(Number));
   // The SDK's own messages come through the same logger.
