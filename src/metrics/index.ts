@@ -27,33 +27,22 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
 } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dmh_worker_' });
-  const llm = new Histogram({
-    name: 'dmh_llm_call_seconds',
-    help: 'LLM calls (one per activity attempt), by outcome.',
-    labelNames: ['outcome'],
-    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [registry],
-  });
-  const tool = new Histogram({
-    name: 'dmh_tool_call_seconds',
-    help: 'MCP tool calls (one per activity attempt), by server, tool and outcome.',
-    labelNames: ['server', 'tool', 'outcome'],
-    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60],
-    registers: [registry],
-  });
-  const turns = new Histogram({
-    name: 'dmh_turn_seconds',
-    help: 'Turns from start (queue wait in the session included) to their end, by outcome.',
-    labelNames: ['outcome'],
-    buckets: [0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
-    registers: [registry],
-  });
-  const historyEvents = new Histogram({
-    name: 'dmh_turn_history_events',
-    help: 'History events of a turn workflow when it ended.',
-    buckets: [10, 20, 40, 80, 160, 320, 640, 1280],
-    registers: [registry],
-  });
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+    new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
+  const llm = histogram('dmh_llm_call_seconds', 'LLM calls (one per activity attempt), by outcome.', ['outcome'], [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]);
+  const tool = histogram(
+    'dmh_tool_call_seconds',
+    'MCP tool calls (one per activity attempt), by server, tool and outcome.',
+    ['server', 'tool', 'outcome'],
+    [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60],
+  );
+  const turns = histogram(
+    'dmh_turn_seconds',
+    'Turns from start (queue wait in the session included) to their end, by outcome.',
+    ['outcome'],
+    [0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+  );
+  const historyEvents = histogram('dmh_turn_history_events', 'History events of a turn workflow when it ended.', [], [10, 20, 40, 80, 160, 320, 640, 1280]);
   new Gauge({
     name: 'dmh_mcp_circuit_state',
     help: "The worker's circuit breaker per MCP server: 0 closed, 1 half open, 2 open.",
