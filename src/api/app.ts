@@ -98,7 +98,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
-  if (deps.metricsToken) registerMetrics(app, deps.metricsToken);
+  const observer = deps.metricsToken
+    ? registerMetrics(app, deps.metricsToken, deps.live ? { liveTurns: () => deps.live?.hub.size() ?? 0 } : {})
+    : undefined;
   // Before the auth hook: a preflight is answered here and never reaches authentication.
   if (deps.corsOrigins?.length) {
     await app.register(cors, {
@@ -132,6 +134,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const redaction = deps.redaction ?? DEFAULT_REDACTION;
   const service = createTurnService({
+    ...(observer ? { observer } : {}),
     gateway: deps.gateway,
     policy: deps.policy,
     redactArguments: (args) => redact(args, redaction),

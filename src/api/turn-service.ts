@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { memoryRateLimiters, type RateLimiters } from './rate-limits';
+import type { ApiObserver } from '../metrics';
 import type { z } from 'zod';
 import { canApprove, filterCatalog } from '../core/policy';
 import type { Policy } from '../shared/policy';
@@ -25,6 +26,8 @@ export interface TurnServiceOptions {
   redactArguments: (args: unknown) => unknown;
   /** Per-user and per-tenant limits on message submission (default: in memory, 60 and 600 per minute). */
   limiters?: RateLimiters;
+  /** Metrics (absent: nothing counted). */
+  observer?: ApiObserver;
 }
 
 export interface Submission {
@@ -147,6 +150,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     if (outcome.kind === 'busy') {
       throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
     }
+    if (outcome.created) opts.observer?.turnSubmitted(s.directCall ? 'tool_call' : 'message');
     return { turnId, position: outcome.position, created: outcome.created };
   };
 

@@ -6,7 +6,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type LlmOutcome = 'ok' | 'retryable_error' | 'rejected' | 'cancelled';
 export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'permanent_error' | 'cancelled';
@@ -66,9 +66,31 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
   };
 }
 
-export function createApiMetrics(): { registry: Registry; request(method: string, route: string, status: number, seconds: number): void } {
+/** What the API's parts report; absent metrics: nothing is counted. */
+export interface ApiObserver {
+  /** A new turn was accepted (a repeated Idempotency-Key is not a new one). */
+  turnSubmitted(kind: 'message' | 'tool_call'): void;
+}
+
+export function createApiMetrics(opts: { liveTurns?: () => number } = {}): {
+  registry: Registry;
+  request(method: string, route: string, status: number, seconds: number): void;
+  observer: ApiObserver;
+} {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dmh_api_' });
+  const submitted = new Counter({ name: 'dmh_turns_submitted_total', help: 'Turns accepted by this API process, by kind.', labelNames: ['kind'], registers: [registry] });
+  if (opts.liveTurns) {
+    const liveTurns = opts.liveTurns;
+    new Gauge({
+      name: 'dmh_live_turns',
+      help: "Turns whose live LLM text this API process holds (the current step's, for streams that join).",
+      registers: [registry],
+      collect() {
+        this.set(liveTurns());
+      },
+    });
+  }
   const http = new Histogram({
     name: 'dmh_http_request_duration_seconds',
     help: 'HTTP requests by method, route pattern and status (SSE streams last as long as the turn).',
@@ -76,7 +98,11 @@ export function createApiMetrics(): { registry: Registry; request(method: string
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
     registers: [registry],
   });
-  return { registry, request: (method, route, status, seconds) => http.observe({ method, route, status: String(status) }, seconds) };
+  return {
+    registry,
+    request: (method, route, status, seconds) => http.observe({ method, route, status: String(status) }, seconds),
+    observer: { turnSubmitted: (kind) => submitted.inc({ kind }) },
+  };
 }
 
 /** `Authorization: Bearer <token>` compared in constant time. */

@@ -53,6 +53,8 @@ test('after one turn with a tool call, the worker and the API report it', async 
   const api = await (await fetch(`${sys.apiUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
   expect(sample(api, 'dmh_http_request_duration_seconds_count', { method: 'POST', route: '/v1/sessions/:sessionId/messages', status: '202' })).toBe(1);
   expect(sample(api, 'dmh_http_request_duration_seconds_count', { method: 'GET', route: '/v1/turns/:turnId/events', status: '200' })).toBe(1);
+  expect(sample(api, 'dmh_turns_submitted_total', { kind: 'message' })).toBe(1);
+  expect(sample(api, 'dmh_live_turns', {})).toEqual(expect.any(Number));
   // Ids stay out of the labels.
   expect(api).not.toContain(post.body.turnId);
 });

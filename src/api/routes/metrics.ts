@@ -3,10 +3,11 @@
  * that feeds it. Registered only when a token is configured; not part of the OpenAPI document.
  */
 import type { FastifyInstance } from 'fastify';
-import { createApiMetrics, presentsToken } from '../../metrics';
+import { type ApiObserver, createApiMetrics, presentsToken } from '../../metrics';
 
-export function registerMetrics(app: FastifyInstance, token: string): void {
-  const metrics = createApiMetrics();
+/** Returns what the rest of the app reports into (turns submitted). */
+export function registerMetrics(app: FastifyInstance, token: string, opts: { liveTurns?: () => number } = {}): ApiObserver {
+  const metrics = createApiMetrics(opts);
   // Route patterns, never raw URLs: ids stay out of the labels.
   app.addHook('onResponse', async (request, reply) => {
     metrics.request(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
@@ -17,4 +18,5 @@ export function registerMetrics(app: FastifyInstance, token: string): void {
     }
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
+  return metrics.observer;
 }
