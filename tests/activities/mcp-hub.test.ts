@@ -533,7 +533,12 @@ describe('McpServerHub', () => {
     let listed: string[] = [];
     // Generous: on a loaded 2-core machine the notification can take a while to arrive.
     const deadline = Date.now() + 15_000;
-    while (!listed.includes('raw__delta') && Date.now() < deadline) listed = await names();
+    while (!listed.includes('raw__delta') && Date.now() < deadline) {
+      // A cached listing resolves in microtasks only: without a real pause, the loop would starve the
+      // I/O that delivers the notification.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      listed = await names();
+    }
     expect(listed).toContain('raw__delta');
     expect(await stats()).toBe(8);
     await h.close();

@@ -18,6 +18,11 @@ jest.setTimeout(120_000);
 const LLM_KEY = 'sk-test-known-llm-key-0123456789abcdef';
 const VAULT_KEY = 'vault-known-secret-header-value-42';
 const SEAL_KEY = 'seal-key-known-secret-0123456789abcdef-xyz';
+/**
+ * Longer than a killed worker's sticky queue holds a workflow task (10 s) before the server hands it
+ * to another worker: the restart test must be decided before the approval expires.
+ */
+const APPROVAL_MS = 15_000;
 let sys: SchoolSystem;
 let admin: Record<string, string>;
 let teacher: Record<string, string>;
@@ -26,8 +31,8 @@ let outsider: Record<string, string>;
 
 beforeAll(async () => {
   const policy = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
-  // Adding users needs a human's approval in this deployment, decided within 4 s.
-  const withApproval = { ...policy, approval: { tools: ['admin/add_user'], timeoutMs: 4_000, approverRoles: ['admin'] } };
+  // Adding users needs a human's approval in this deployment, decided within APPROVAL_MS.
+  const withApproval = { ...policy, approval: { tools: ['admin/add_user'], timeoutMs: APPROVAL_MS, approverRoles: ['admin'] } };
   sys = await startSchoolSystem({
     policy: withApproval,
     workerEnv: { LLM_API_KEY: LLM_KEY, VAULT_KEY, LOG_LEVEL: 'debug' },
@@ -152,7 +157,7 @@ test("approvals inbox: another admin of the tenant sees the waiting call, reads 
     return inbox.body.approvals.find((a: { turnId: string }) => a.turnId === post.body.turnId);
   }, 3_000);
   expect(listed).toMatchObject({ owner: 'u-ann', name: 'admin__add_user', arguments: { name: 'Ivy Inbox', role: 'teacher' } });
-  expect(Date.parse(listed.deadline) - Date.parse(listed.requestedAt)).toBe(4_000);
+  expect(Date.parse(listed.deadline) - Date.parse(listed.requestedAt)).toBe(APPROVAL_MS);
   expect((await getJson(`${sys.apiUrl}/v1/approvals`, teacher)).body.approvals).toEqual([]);
   const view = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`, admin)).body;
   expect(view.toolCalls).toEqual([expect.objectContaining({ name: 'admin__add_user', state: 'awaiting_approval' })]);
