@@ -8,7 +8,7 @@ import type { LlmOutcome, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
-import { withUserToken } from '../mcp/user-token';
+import { withCaller } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
@@ -292,7 +292,7 @@ export function createActivities(deps: ActivityDeps) {
       return await withHeartbeats(async (beat) => {
         try {
           const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
-          const outcome = await withUserToken(token, () => deps.hub.callTool({
+          const outcome = await withCaller({ ...(token ? { token } : {}), ...(input.user ? { principal: `${input.user.tenant}:${input.user.id}` } : {}) }, () => deps.hub.callTool({
             server: input.server,
             tool: input.tool,
             arguments: input.arguments,

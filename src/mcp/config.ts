@@ -55,7 +55,17 @@ export type HttpServerConfig = McpServerConfigBase & {
   transport: HttpTransportPreference;
   /** Whether the calling user's bearer token is sent along (default false). */
   forwardUserToken: boolean;
+  /** OAuth 2.1 for this server (src/mcp/oauth); absent: static headers only. */
+  auth?: McpAuthConfig;
 };
+
+/**
+ * `oauth`: authorization code + PKCE on behalf of each user (tokens per user). `client_credentials`:
+ * the host's own identity, with a client secret or a private key (a signed JWT assertion).
+ */
+export type McpAuthConfig =
+  | { type: 'oauth'; scope?: string; clientId?: string; clientSecret?: string; clientMetadataUrl?: string }
+  | { type: 'client_credentials'; clientId: string; clientSecret?: string; privateKey?: string; algorithm?: string; scope?: string };
 
 export type McpServerConfig = StdioServerConfig | HttpServerConfig;
 
@@ -103,6 +113,28 @@ const StdioEntrySchema = z.object({
   ...commonFields,
 });
 
+const OAuthSchema = z.object({
+  type: z.literal('oauth'),
+  /** Asked for when neither the server's challenge nor its metadata names scopes. */
+  scope: z.string().min(1).optional(),
+  /** A client registered beforehand; without one, the client registers itself (or uses clientMetadataUrl). */
+  clientId: z.string().min(1).optional(),
+  clientSecret: z.string().min(1).optional(),
+  /** An https URL serving this host's client metadata document, used as its client_id where supported. */
+  clientMetadataUrl: z.string().min(1).optional(),
+});
+const ClientCredentialsSchema = z.object({
+  type: z.literal('client_credentials'),
+  clientId: z.string().min(1),
+  /** Exactly one of clientSecret and privateKey (PEM, for private_key_jwt). */
+  clientSecret: z.string().min(1).optional(),
+  privateKey: z.string().min(1).optional(),
+  /** The JWT signing algorithm for privateKey (default ES256). */
+  algorithm: z.string().min(1).optional(),
+  scope: z.string().min(1).optional(),
+});
+const AuthSchema = z.discriminatedUnion('type', [OAuthSchema, ClientCredentialsSchema]);
+
 const HttpEntrySchema = z.object({
   type: z.enum(['http', 'streamable-http', 'sse']).optional(),
   url: z.string().min(1),
@@ -110,11 +142,14 @@ const HttpEntrySchema = z.object({
   transport: z.enum(['auto', 'streamable-http', 'sse']).optional(),
   /** Send the calling user's bearer token to this server. Off unless set: a token is a credential. */
   forwardUserToken: z.boolean().optional(),
+  auth: AuthSchema.optional(),
   ...commonFields,
 });
 
 const KNOWN_KEYS = {
   stdio: new Set(Object.keys(StdioEntrySchema.shape)),
+  oauth: new Set(Object.keys(OAuthSchema.shape)),
+  client_credentials: new Set(Object.keys(ClientCredentialsSchema.shape)),
   http: new Set(Object.keys(HttpEntrySchema.shape)),
   timeouts: new Set(Object.keys(TimeoutsSchema.shape)),
 };
@@ -289,6 +324,10 @@ export function parseMcpConfig(
     if (isPlainObject(entry['timeouts'])) {
       warnUnknownKeys(entry['timeouts'], KNOWN_KEYS.timeouts, [...at, 'timeouts'], warnings);
     }
+    const authEntry = entry['auth'];
+    if (isPlainObject(authEntry) && (authEntry['type'] === 'oauth' || authEntry['type'] === 'client_credentials')) {
+      warnUnknownKeys(authEntry, KNOWN_KEYS[authEntry['type']], [...at, 'auth'], warnings);
+    }
 
     const data = parsed.data;
     const disabled = data.disabled ?? false;
@@ -309,6 +348,16 @@ export function parseMcpConfig(
       if (resolveRefs && !isHttpUrl(url)) problems.add([...at, 'url'], 'expected an http:// or https:// URL');
       const transport: HttpTransportPreference =
         data.transport ?? (data.type === 'sse' ? 'sse' : data.type === 'streamable-http' ? 'streamable-http' : 'auto');
+      const auth = data.auth ? resolveAuth(data.auth, (value, field) => str(value, ['auth', field])) : undefined;
+      if (auth && data.forwardUserToken) {
+        problems.add([...at, 'auth'], 'choose one of "auth" and "forwardUserToken": both would set the Authorization header');
+      }
+      if (auth?.type === 'client_credentials' && (auth.clientSecret === undefined) === (auth.privateKey === undefined)) {
+        problems.add([...at, 'auth'], 'client_credentials needs exactly one of "clientSecret" and "privateKey"');
+      }
+      if (auth?.type === 'oauth' && auth.clientMetadataUrl !== undefined && resolveRefs && !auth.clientMetadataUrl.startsWith('https://')) {
+        problems.add([...at, 'auth', 'clientMetadataUrl'], 'expected an https:// URL');
+      }
       servers[name] = {
         ...base,
         kind: 'http',
@@ -316,6 +365,7 @@ export function parseMcpConfig(
         headers: resolveRecord(data.headers, refs, [...at, 'headers'], resolveRefs),
         transport,
         forwardUserToken: data.forwardUserToken ?? false,
+        ...(auth ? { auth } : {}),
       };
     } else {
       const cwd = data.cwd === undefined ? baseDir : path.resolve(baseDir, str(data.cwd, ['cwd']));
@@ -332,6 +382,13 @@ export function parseMcpConfig(
 
   if (problems.items.length > 0) fail();
   return { source, mcpServers: servers, warnings: warnings.items };
+}
+
+/** The auth block with its `${env:...}` references resolved (secrets belong in the environment). */
+function resolveAuth(auth: z.infer<typeof AuthSchema>, str: (value: string, field: string) => string): McpAuthConfig {
+  const out: Record<string, string> = {};
+  for (const [field, value] of Object.entries(auth)) out[field] = field === 'type' ? value : str(value, field);
+  return out as McpAuthConfig;
 }
 
 function isHttpUrl(value: string): boolean {

@@ -10,8 +10,18 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type ClientCapabilities,
+  type ElicitRequest,
+  type ElicitResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
 import { serverSecrets } from '../security/secrets';
 import { buildCatalog, listAllTools, type ServerListing } from './catalog';
@@ -27,7 +37,9 @@ import {
   isMissingOptionalStream,
   safeReason,
 } from './failures';
+import { AuthorizationDeniedError, AuthorizationRequiredError, authFetchFor, isPerUser, type OAuthSupport } from './oauth';
 import { renderContent, renderResourceContents, toToolOutcome } from './render';
+import { callerContext } from './user-token';
 import { createTransport, openHttpWithFallback, pidOf, terminateHttpSession, type TransportKind } from './transports';
 import type { CallToolRequest, McpHub } from './types';
 
@@ -41,7 +53,31 @@ export interface HubLogger {
 export interface McpServerHubOptions {
   logger?: HubLogger;
   clientInfo?: { name: string; version: string };
+  /** Token store and callback for servers with `auth: { type: "oauth" }`; without it they are unusable. */
+  oauth?: OAuthSupport;
+  /**
+   * Answers a server's `elicitation/create` (form mode; the SDK fills in the schema's defaults the
+   * answer leaves out). Without it the host declares no elicitation capability.
+   */
+  elicit?: ElicitationHandler;
 }
+
+export interface ElicitationRequest {
+  server: string;
+  /** The user the request is for, on a per-user server. */
+  principal?: string;
+  params: ElicitRequest['params'];
+  signal: AbortSignal;
+}
+
+export type ElicitationHandler = (request: ElicitationRequest) => Promise<ElicitResult>;
+
+/** Whose connection a request without a caller (a listing at worker start) uses on a per-user server. */
+export const HOST_PRINCIPAL = 'host';
+
+/** The user must (re)authorize the host with the server; retrying without them cannot help. */
+const isAuthorizationError = (error: unknown): error is AuthorizationRequiredError | AuthorizationDeniedError =>
+  error instanceof AuthorizationRequiredError || error instanceof AuthorizationDeniedError;
 
 /** Internal: the server refused the request in a way retrying cannot fix. */
 class RefusedError extends Error {
@@ -95,6 +131,12 @@ interface Slot {
   stderrTail: string[];
   /** Replaced or removed by a config reload: a connect still under way is closed, not kept. */
   replaced?: boolean;
+  /** Set on a per-user server's own slots (one per user, created on first use). */
+  principal?: string;
+  /** A per-user server's slots by principal (on the server's base slot). */
+  perUser?: Map<string, Slot>;
+  /** The OAuth-aware fetch of a server with `auth`, made once per slot. */
+  authFetch?: FetchLike;
 }
 
 /** What a config reload did to the servers (by name). */
@@ -118,6 +160,9 @@ export class McpServerHub implements McpHub, McpContextSource {
   private readonly open = new Set<Connection>();
   private readonly logger: HubLogger;
   private readonly clientInfo: { name: string; version: string };
+  private readonly oauth: OAuthSupport | undefined;
+  private readonly elicit: ElicitationHandler | undefined;
+  private readonly capabilities: ClientCapabilities;
   private nextConnectionId = 1;
   private closed = false;
   private closing?: Promise<void>;
@@ -125,6 +170,9 @@ export class McpServerHub implements McpHub, McpContextSource {
   constructor(config: McpConfig, opts: McpServerHubOptions = {}) {
     this.logger = opts.logger ?? silentLogger;
     this.clientInfo = opts.clientInfo ?? { name: 'durable-mcp-host', version: '0.0.0' };
+    this.oauth = opts.oauth;
+    this.elicit = opts.elicit;
+    this.capabilities = opts.elicit ? { elicitation: { form: { applyDefaults: true } } } : {};
     for (const cfg of Object.values(config.mcpServers)) {
       this.slots.set(cfg.name, { cfg, secrets: serverSecrets(cfg), stderrTail: [] });
     }
@@ -261,12 +309,44 @@ export class McpServerHub implements McpHub, McpContextSource {
     const slot = this.slots.get(server);
     if (!slot) throw new McpPermanentError(server, 'no such MCP server is configured');
     if (slot.cfg.disabled) throw new McpPermanentError(server, 'server is disabled in the MCP config');
+    return this.callerSlot(slot);
+  }
+
+  /**
+   * The slot a request uses: the server's own, or for a per-user server (user OAuth) the calling
+   * user's, so no MCP session and no token is ever shared between users.
+   */
+  private callerSlot(base: Slot): Slot {
+    const cfg = base.cfg;
+    if (cfg.kind !== 'http' || !cfg.auth) return base;
+    const principal = isPerUser(cfg) ? (callerContext.getStore()?.principal ?? HOST_PRINCIPAL) : HOST_PRINCIPAL;
+    if (!isPerUser(cfg)) {
+      base.authFetch ??= this.authFetch(base, principal);
+      return base;
+    }
+    base.perUser ??= new Map();
+    let slot = base.perUser.get(principal);
+    if (!slot) {
+      slot = { cfg, secrets: base.secrets, stderrTail: [], principal };
+      slot.authFetch = this.authFetch(slot, principal);
+      base.perUser.set(principal, slot);
+    }
     return slot;
+  }
+
+  private authFetch(slot: Slot, principal: string): FetchLike | undefined {
+    if (slot.cfg.kind !== 'http') return undefined;
+    try {
+      return authFetchFor(slot.cfg, principal, this.oauth);
+    } catch (error) {
+      throw new McpPermanentError(slot.cfg.name, describeCause(error));
+    }
   }
 
   private dropSlot(slot: Slot, reason: string): void {
     slot.replaced = true;
     if (slot.conn) this.retire(slot, slot.conn, reason);
+    for (const user of slot.perUser?.values() ?? []) this.dropSlot(user, reason);
   }
 
   private transportOf(slot: Slot): TransportKind {
@@ -301,6 +381,8 @@ export class McpServerHub implements McpHub, McpContextSource {
             return conn;
           },
           (error: unknown) => {
+            // Not the server failing: the user has to act. No fail-fast window, no warning.
+            if (isAuthorizationError(error)) throw error;
             const reason = safeReason(describeCause(error), slot.secrets);
             slot.lastFailure = { at: Date.now(), reason };
             const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
@@ -351,8 +433,8 @@ export class McpServerHub implements McpHub, McpContextSource {
   private async openOnce(slot: Slot, kind: TransportKind): Promise<Connection> {
     const cfg = slot.cfg;
     slot.stderrTail = [];
-    const transport = createTransport(cfg, kind, (line) => this.stderrLine(slot, line));
-    const client = new Client(this.clientInfo, { capabilities: {} });
+    const transport = createTransport(cfg, kind, (line) => this.stderrLine(slot, line), slot.authFetch);
+    const client = new Client(this.clientInfo, { capabilities: this.capabilities });
     const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0 };
 
     // Set before connect: the SDK chains its own handlers after these.
@@ -360,6 +442,12 @@ export class McpServerHub implements McpHub, McpContextSource {
     client.onclose = () => this.onConnectionClosed(slot, conn);
     client.onerror = (error: Error) =>
       this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'MCP protocol notice');
+    const elicit = this.elicit;
+    if (elicit) {
+      client.setRequestHandler(ElicitRequestSchema, (request, extra) =>
+        elicit({ server: cfg.name, ...(slot.principal ? { principal: slot.principal } : {}), params: request.params, signal: extra.signal }),
+      );
+    }
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       conn.tools = undefined;
       // A listing already in flight may predate the change: it must not become the cache.
@@ -395,6 +483,8 @@ export class McpServerHub implements McpHub, McpContextSource {
   }
 
   private onTransportError(slot: Slot, conn: Connection, error: Error): void {
+    // The request that needed authorization fails on its own; the connection itself is fine.
+    if (isAuthorizationError(error)) return;
     if (isMissingOptionalStream(error)) {
       this.logger.debug({ server: slot.cfg.name }, 'server has no GET stream (404); requests continue over POST');
       return;
@@ -455,8 +545,9 @@ export class McpServerHub implements McpHub, McpContextSource {
 
   private async closeAll(): Promise<void> {
     this.closed = true;
-    await Promise.allSettled([...this.slots.values()].map((slot) => slot.connecting));
-    for (const slot of this.slots.values()) slot.conn = undefined;
+    const all = [...this.slots.values()].flatMap((slot) => [slot, ...(slot.perUser?.values() ?? [])]);
+    await Promise.allSettled(all.map((slot) => slot.connecting));
+    for (const slot of all) slot.conn = undefined;
     await Promise.all([...this.open].map((conn) => this.closeConnection(conn, true)));
   }
 
@@ -474,7 +565,7 @@ export class McpServerHub implements McpHub, McpContextSource {
     try {
       return await op(conn);
     } catch (error) {
-      if (error instanceof RefusedError) throw error;
+      if (error instanceof RefusedError || isAuthorizationError(error)) throw error;
       const verdict = classifyRequestError(error, { ...(signal ? { signal } : {}), timeoutMs, secrets: slot.secrets });
       if (verdict.kind === 'aborted') throw new McpAbortError(slot.cfg.name, verdict.cause);
       if (verdict.kind === 'refused') throw new RefusedError(verdict.reason);
@@ -512,12 +603,14 @@ export class McpServerHub implements McpHub, McpContextSource {
     throw new RefusedError('the server sent a malformed result');
   }
 
-  private async inspect(slot: Slot): Promise<ServerListing> {
-    const server = slot.cfg.name;
-    if (slot.cfg.disabled) {
-      return { server, tools: [], status: { server, transport: this.transportOf(slot), state: 'disabled', toolCount: 0 } };
+  private async inspect(base: Slot): Promise<ServerListing> {
+    const server = base.cfg.name;
+    if (base.cfg.disabled) {
+      return { server, tools: [], status: { server, transport: this.transportOf(base), state: 'disabled', toolCount: 0 } };
     }
+    let slot = base;
     try {
+      slot = this.callerSlot(base);
       const tools = await this.withConnection(slot, undefined, slot.cfg.timeouts.listMs, async (conn) => {
         // A cached tool list says nothing about an HTTP server that went away since: ping it, so a
         // dead server is reported unavailable before the model plans around its tools. (A stdio

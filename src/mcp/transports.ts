@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerStatus } from '../shared/tool-types';
 import type { McpServerConfig } from './config';
 import { describeCause, isAuthRefusal, isHttp4xx } from './failures';
@@ -19,9 +19,15 @@ const MAX_STDERR_LINE = 2_000;
 
 /**
  * The transport for `cfg` over `kind`. A stdio child's stderr is handed to `onStderrLine` line by
- * line (long lines cut), so a chatty server cannot flood the log.
+ * line (long lines cut), so a chatty server cannot flood the log. `authFetch` is the OAuth-aware
+ * fetch of a server with `auth` (src/mcp/oauth/fetch.ts).
  */
-export function createTransport(cfg: McpServerConfig, kind: TransportKind, onStderrLine: (line: string) => void): Transport {
+export function createTransport(
+  cfg: McpServerConfig,
+  kind: TransportKind,
+  onStderrLine: (line: string) => void,
+  authFetch?: FetchLike,
+): Transport {
   if (cfg.kind === 'stdio') {
     // spawn reports a missing cwd as "spawn <command> ENOENT", which sends people looking for the
     // wrong thing.
@@ -39,7 +45,8 @@ export function createTransport(cfg: McpServerConfig, kind: TransportKind, onStd
   }
   const url = new URL(cfg.url);
   const requestInit: RequestInit = { headers: { ...cfg.headers } };
-  const opts = { requestInit, ...(cfg.forwardUserToken ? { fetch: forwardingFetch() } : {}) };
+  const fetch = authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
+  const opts = { requestInit, ...(fetch ? { fetch } : {}) };
   return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, opts);
 }
 

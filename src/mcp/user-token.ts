@@ -1,20 +1,27 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
- * The caller's bearer token for the MCP request being made right now. Connections are pooled and
- * shared by all users, so the token cannot live in the transport's fixed headers: the transport's
- * fetch reads it from here, and only for servers configured with `forwardUserToken: true`.
+ * Who the MCP request being made right now is for. Connections are pooled and shared by all users,
+ * so per-user credentials cannot live in a transport's fixed headers:
+ * - `token`: the caller's own bearer token, sent only to servers with `forwardUserToken: true`;
+ * - `principal`: the user id, which picks the user's own connection and OAuth tokens for servers
+ *   with `auth: { type: "oauth" }` (src/mcp/pool.ts).
  */
-export const userTokenContext = new AsyncLocalStorage<{ token: string }>();
+export interface CallerContext {
+  token?: string;
+  principal?: string;
+}
 
-export function withUserToken<T>(token: string | undefined, fn: () => Promise<T>): Promise<T> {
-  return token ? userTokenContext.run({ token }, fn) : fn();
+export const callerContext = new AsyncLocalStorage<CallerContext>();
+
+export function withCaller<T>(caller: CallerContext, fn: () => Promise<T>): Promise<T> {
+  return caller.token || caller.principal ? callerContext.run(caller, fn) : fn();
 }
 
 /** A fetch that adds `Authorization: Bearer <caller's token>` when a call carries one. */
 export function forwardingFetch(base: typeof fetch = fetch): typeof fetch {
   return (input, init) => {
-    const token = userTokenContext.getStore()?.token;
+    const token = callerContext.getStore()?.token;
     if (!token) return base(input, init);
     const headers = new Headers(init?.headers);
     headers.set('authorization', `Bearer ${token}`);

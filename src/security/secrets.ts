@@ -22,6 +22,8 @@ export function serverSecrets(cfg: McpServerConfig): string[] {
     // `Bearer <token>`: the token may show up in a message without its scheme.
     ...headerValues.flatMap((value) => value.split(/\s+/).filter((part) => part.length >= 8)),
     ...secretUrlParts(cfg),
+    ...(cfg.auth?.clientSecret ? [cfg.auth.clientSecret] : []),
+    ...(cfg.auth?.type === 'client_credentials' && cfg.auth.privateKey ? [cfg.auth.privateKey] : []),
   ]);
 }
 

@@ -11,6 +11,7 @@ import {
   type HttpServerConfig,
   type StdioServerConfig,
 } from '../../src/mcp/config';
+import { serverSecrets } from '../../src/security/secrets';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
 
@@ -130,6 +131,36 @@ describe('loadMcpConfig', () => {
       'mcp.json: mcpServers.notes.args[1]: environment variable "NOPE" is not set',
     );
     expect(badServer({ command: 'x', env: { K: '${env:bad-name}' } })).toContain('mcpServers.notes.env.K: invalid reference');
+  });
+
+  it('reads an auth block: user OAuth or client credentials, secrets from the environment', () => {
+    const cfg = parseMcpConfig(
+      {
+        mcpServers: {
+          saas: { url: 'https://saas.test/mcp', auth: { type: 'oauth', scope: 'read write', clientId: 'host', clientSecret: '${env:SAAS_SECRET}' } },
+          svc: { url: 'https://svc.test/mcp', auth: { type: 'client_credentials', clientId: 'worker', privateKey: '${env:SVC_KEY}', algorithm: 'RS256' } },
+        },
+      },
+      { SAAS_SECRET: 'saas-secret-value', SVC_KEY: '-----BEGIN PRIVATE KEY-----x' },
+      dir,
+      'mcp.json',
+    );
+    expect((cfg.mcpServers.saas as HttpServerConfig).auth).toEqual({ type: 'oauth', scope: 'read write', clientId: 'host', clientSecret: 'saas-secret-value' });
+    expect((cfg.mcpServers.svc as HttpServerConfig).auth).toEqual({ type: 'client_credentials', clientId: 'worker', privateKey: '-----BEGIN PRIVATE KEY-----x', algorithm: 'RS256' });
+    expect(serverSecrets(cfg.mcpServers.saas!)).toContain('saas-secret-value');
+    expect(serverSecrets(cfg.mcpServers.svc!)).toContain('-----BEGIN PRIVATE KEY-----x');
+  });
+
+  it('rejects auth blocks that cannot work, naming the field', () => {
+    const url = 'https://x.test/mcp';
+    expect(badServer({ url, auth: { type: 'oauth' }, forwardUserToken: true })).toContain('mcpServers.notes.auth: choose one of "auth" and "forwardUserToken"');
+    expect(badServer({ url, auth: { type: 'client_credentials', clientId: 'c' } })).toContain('exactly one of "clientSecret" and "privateKey"');
+    expect(badServer({ url, auth: { type: 'client_credentials', clientId: 'c', clientSecret: 's', privateKey: 'k' } })).toContain('exactly one of');
+    expect(badServer({ url, auth: { type: 'oauth', clientMetadataUrl: 'http://plain.test/meta.json' } })).toContain('auth.clientMetadataUrl: expected an https:// URL');
+    expect(badServer({ url, auth: { type: 'magic' } })).toContain('mcpServers.notes.auth');
+    expect(badServer({ url, auth: { type: 'oauth', clientSecret: '${env:MISSING_SECRET}' } })).toContain(
+      'mcpServers.notes.auth.clientSecret: environment variable "MISSING_SECRET" is not set',
+    );
   });
 
   it('does not resolve references of disabled servers (their secrets need not exist here)', () => {
