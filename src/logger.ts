@@ -18,7 +18,8 @@ export function createLogger(name: string, level: string): Logger {
 }
 
 /** Query parameters whose values must never reach a log line (browsers put the WebSocket token there). */
-const SECRET_QUERY_PARAMS = /([?&](?:access_token|token)=)[^&#]*/gi;
+/** Tokens in browser-opened URLs, and the OAuth callback's authorization code and state. */
+const SECRET_QUERY_PARAMS = /([?&](?:access_token|token|code|state)=)[^&#]*/gi;
 
 /** The URL with the values of secret query parameters replaced by `[redacted]`. */
 export function redactUrl(url: string): string {

@@ -7,13 +7,14 @@ import { sessionOfTurn } from './shared/ids';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
-import { ConfigError, loadEnvConfig } from './config';
+import { ConfigError, loadEnvConfig, oauthRedirectUrl } from './config';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
 import { probeModels } from './llm/probe';
 import { createLogger, temporalLogger } from './logger';
 import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
+import { SealedFileOAuthStore } from './mcp/oauth';
 import { McpServerHub } from './mcp/pool';
 import { configSecrets } from './security/secrets';
 import { createWorkerMetrics, serveMetrics } from './metrics';
@@ -60,7 +61,12 @@ async function main(): Promise<void> {
     pollMs: env.CONFIG_POLL_MS,
   });
   secrets.push(...configSecrets(mcpConfig.current()));
-  const servers = new McpServerHub(mcpConfig.current(), { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' } });
+  // Servers with `auth: { type: "oauth" }` act for each user; their tokens live in the sealed store
+  // the API's callback route also writes to.
+  const oauth = env.TOKEN_SEAL_KEY
+    ? { store: new SealedFileOAuthStore(env.OAUTH_STORE_DIR, env.TOKEN_SEAL_KEY), redirectUrl: oauthRedirectUrl(env), clientName: 'durable-mcp-host' }
+    : undefined;
+  const servers = new McpServerHub(mcpConfig.current(), { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' }, ...(oauth ? { oauth } : {}) });
   const hub = new ResilientHub(
     servers,
     {

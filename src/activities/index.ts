@@ -8,6 +8,7 @@ import type { LlmOutcome, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
+import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oauth';
 import { withCaller } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
@@ -321,6 +322,12 @@ export function createActivities(deps: ActivityDeps) {
           if (ctx.cancellationSignal.aborted) {
             observe('cancelled');
             throw new CancelledFailure('tool call cancelled');
+          }
+          // The user has to authorize the host with the server (or refused to): data for the model,
+          // which tells the user where to go; retrying before they did cannot help.
+          if (err instanceof AuthorizationRequiredError || err instanceof AuthorizationDeniedError) {
+            observe('tool_error');
+            return { isError: true, text: `${message}. The call was not made; ask the user to do this, then try again.` };
           }
           if (isMcpFailure(err, 'permanent')) {
             observe('permanent_error');

@@ -9,8 +9,11 @@ import { type Logger, withSafeRequestLog } from '../logger';
 import { frameworkErrorCode, HttpError } from './errors';
 import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
+import { OAUTH_CALLBACK_PATH } from '../config';
+import type { OAuthStore } from '../security/oauth-store';
 import { approvalRoutes } from './routes/approvals';
 import { catalogRoutes } from './routes/catalog';
+import { oauthCallbackRoutes } from './routes/oauth-callback';
 import { registerMetrics } from './routes/metrics';
 import { type ConsoleOptions, consoleRoutes } from './routes/console';
 import { eventRoutes } from './routes/events';
@@ -56,6 +59,8 @@ export interface AppDeps {
   console?: ConsoleOptions;
   /** Bearer token of GET /metrics (Prometheus); absent: no metrics endpoint. */
   metricsToken?: string;
+  /** The OAuth store shared with the workers: GET /v1/oauth/callback writes codes into it; absent: no route. */
+  oauthStore?: OAuthStore;
 }
 
 /** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
@@ -123,6 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
   app.addHook('onRequest', async (request) => {
     if (!request.url.startsWith('/v1/') && !request.url.startsWith('/ws')) return;
+    // A browser redirect from an authorization server: no token; its `state` names the authorization.
+    if (request.routeOptions.url === OAUTH_CALLBACK_PATH) return;
     // A preflight carries no credentials by design; without CORS it finds no route (404), never a 401.
     if (request.method === 'OPTIONS') return;
     // Browsers cannot set headers on a WebSocket or an EventSource: those routes also take the token as
@@ -155,5 +162,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(webSocketRoutes, { service, gateway: deps.gateway, ...live, pollMs: deps.ssePollMs, ...deps.ws, maxMessageChars: deps.maxMessageChars });
   await app.register(catalogRoutes, { service });
   if (deps.console) await app.register(consoleRoutes, deps.console);
+  if (deps.oauthStore) await app.register(oauthCallbackRoutes, { store: deps.oauthStore });
   return app;
 }

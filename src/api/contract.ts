@@ -86,6 +86,14 @@ export const EventsQuery = z.object({
     .optional()
     .describe("The caller's JWT, for browsers' `EventSource`, which cannot send headers; redacted from logs. `Authorization` wins when both are sent."),
 });
+/** What an authorization server appends to the redirect URI (RFC 6749 §4.1.2). */
+export const OAuthCallbackQuery = z.object({
+  state: z.string().min(1).max(512).describe('The authorization request this answers (the host made it up; unguessable).'),
+  code: z.string().min(1).max(4096).optional().describe('The authorization code, on success.'),
+  error: z.string().max(200).optional().describe('Why the authorization server refused (e.g. `access_denied`).'),
+  error_description: z.string().max(1000).optional(),
+  iss: z.string().max(1000).optional().describe('The issuer (RFC 9207), when the server sends it.'),
+});
 export const EventsHeaders = z.object({
   'Last-Event-ID': z.string().regex(/^\d+$/).optional().describe('The id of the last event received: the stream resumes after it, without loss or duplicates.'),
 });

@@ -27,6 +27,7 @@ import {
   Health,
   MessageAccepted,
   MessageHeaders,
+  OAuthCallbackQuery,
   messageBody,
   ServersList,
   SessionMessages,
@@ -35,6 +36,7 @@ import {
   TurnParams,
   TurnView,
 } from './contract';
+import { OAUTH_CALLBACK_PATH } from '../config';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -46,7 +48,7 @@ const fromZod = (schema: z.ZodType, io: 'input' | 'output' = 'output'): JsonSche
 export const BEARER_SCHEME = 'bearerAuth';
 
 /** The routes the auth hook of app.ts covers (every /v1 route and /ws): the document says so too. */
-const needsToken = (url: string): boolean => url.startsWith('/v1/') || url.startsWith('/ws');
+const needsToken = (url: string): boolean => (url.startsWith('/v1/') && url !== OAUTH_CALLBACK_PATH) || url.startsWith('/ws');
 
 const ERROR_CODES: Record<number, string> = {
   400: 'The request is malformed: `invalid_request` (bad path, header, query or body; the message says which), `invalid_json`, `bad_request`, `bad_url`.',
@@ -306,6 +308,18 @@ export const routeSchemas = {
       ...errors([401, 503]),
     },
   },
+  oauthCallback: {
+    operationId: 'oauthCallback',
+    summary: 'OAuth callback',
+    description:
+      "Where an MCP server's authorization server sends the user's browser back after consent (the redirect URI, `OAUTH_REDIRECT_URL`). No token: the `state` names the authorization. The code is stored (sealed) for the worker, which exchanges it on the tool call's next attempt. Answers a short HTML page.",
+    tags: ['oauth'],
+    querystring: fromZod(OAuthCallbackQuery, 'input'),
+    response: {
+      200: { description: 'Authorization recorded (or its refusal): the page says which.', content: { 'text/html': { schema: { type: 'string' } } } },
+      400: { description: 'Unknown, expired or malformed authorization.', content: { 'text/html': { schema: { type: 'string' } } } },
+    },
+  },
   healthz: {
     operationId: 'healthz',
     summary: 'Health',
@@ -368,6 +382,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'turns', description: 'One request of a user: state, events, cancel, approvals' },
         { name: 'catalog', description: 'MCP tools and servers' },
         { name: 'health', description: 'Liveness for load balancers' },
+        { name: 'oauth', description: 'Authorizing the host with OAuth-protected MCP servers' },
         { name: 'realtime', description: 'WebSocket' },
       ],
       components: {

@@ -30,6 +30,16 @@ const EnvSchema = z.object({
   AUDIT_LOG: z.string().min(1).default('.data/audit.jsonl'),
   AUDIT_REDACTION: z.string().min(1).optional(),
   TOKEN_SEAL_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  /**
+   * Worker and API: where OAuth tokens of MCP servers with `auth` live, each file sealed with
+   * TOKEN_SEAL_KEY (shared by the API, whose callback route writes into it, and the workers).
+   */
+  OAUTH_STORE_DIR: z.string().min(1).default('.data/oauth'),
+  /**
+   * The API's OAuth callback as the user's browser reaches it (registered with authorization servers
+   * as the redirect URI); unset: http://API_HOST:API_PORT/v1/oauth/callback.
+   */
+  OAUTH_REDIRECT_URL: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL ending in /v1/oauth/callback' }).optional(),
   /** Shared by worker and API: authenticates live text pushed from LLM activities to the API. */
   LIVE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Worker: where to push live text deltas (the API's /internal/live); unset means no live text. */
@@ -214,4 +224,14 @@ export interface TurnSettings {
 
 export function turnSettingsFrom(host: HostConfig, policy: Policy): TurnSettings {
   return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, sessionSettings: sessionSettingsFrom(host) };
+}
+
+/** The path of the API's OAuth callback route (the redirect URI's path). */
+export const OAUTH_CALLBACK_PATH = '/v1/oauth/callback';
+
+/** Where authorization servers send the user back: OAUTH_REDIRECT_URL, or the API's own address. */
+export function oauthRedirectUrl(env: Pick<EnvConfig, 'OAUTH_REDIRECT_URL' | 'API_HOST' | 'API_PORT'>): string {
+  if (env.OAUTH_REDIRECT_URL) return env.OAUTH_REDIRECT_URL;
+  const host = env.API_HOST === '0.0.0.0' || env.API_HOST === '::' ? '127.0.0.1' : env.API_HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${env.API_PORT}${OAUTH_CALLBACK_PATH}`;
 }

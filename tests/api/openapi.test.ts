@@ -1,4 +1,5 @@
 import { memoryRateLimiters } from '../../src/api/rate-limits';
+import { MemoryOAuthStore } from '../../src/security/oauth-store';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Fastify, { type RouteOptions } from 'fastify';
 import { buildApp, type Authenticator } from '../../src/api/app';
@@ -56,6 +57,7 @@ async function setup() {
     maxMessageChars: 4000,
     ssePollMs: 5,
     limiters: memoryRateLimiters({ userPerMinute: 1000, tenantPerMinute: 1000 }),
+    oauthStore: new MemoryOAuthStore(),
   });
   await app.ready();
   const res = await app.inject({ method: 'GET', url: '/openapi.json' });
@@ -91,7 +93,9 @@ test('/v1 routes require the bearer JWT and document the JSON errors; /healthz r
   const { doc } = await setup();
   expect(doc.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }));
   expect(doc.security).toBeUndefined();
-  const v1 = Object.keys(doc.paths).filter((p) => p.startsWith('/v1/'));
+  // The OAuth callback is a browser redirect from an authorization server: its `state` is the credential.
+  const v1 = Object.keys(doc.paths).filter((p) => p.startsWith('/v1/') && p !== '/v1/oauth/callback');
+  expect(doc.paths['/v1/oauth/callback']?.get?.security).toBeUndefined();
   expect(v1.length).toBeGreaterThanOrEqual(6);
   for (const path of v1) {
     for (const m of METHODS.filter((m) => doc.paths[path]?.[m])) {

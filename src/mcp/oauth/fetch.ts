@@ -11,14 +11,10 @@
 import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { HostOAuthProvider } from './provider';
-import type { OAuthStore, PendingAuthorization } from './store';
-import { oauthKeys } from './store';
+import { oauthKeys, PENDING_AUTHORIZATION_MS, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
 
 /** Authorization requests per MCP request: the first, then a step-up, then one more. */
 export const MAX_AUTH_ROUNDS = 3;
-
-/** How long a started authorization is offered again instead of a new one (the user may still be on it). */
-export const PENDING_AUTHORIZATION_MS = 10 * 60_000;
 
 /** The user must authorize this host with the server: send them to `authorizationUrl`. */
 export class AuthorizationRequiredError extends Error {

@@ -9,10 +9,10 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { HttpServerConfig } from '../config';
 import { withOAuth, type Authorizer } from './fetch';
 import { HostOAuthProvider } from './provider';
-import { MemoryOAuthStore, type OAuthStore } from './store';
+import { MemoryOAuthStore, type OAuthStore } from '../../security/oauth-store';
 
 export { AuthorizationDeniedError, AuthorizationRequiredError, callbackAuthorizer, type Authorizer } from './fetch';
-export { MemoryOAuthStore, SealedFileOAuthStore, oauthKeys, type OAuthStore, type PendingAuthorization } from './store';
+export { MemoryOAuthStore, SealedFileOAuthStore, oauthKeys, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
 
 export interface OAuthSupport {
   /** Shared with the API, whose callback route delivers authorization codes into it. */

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { McpAuthConfig } from '../config';
-import { oauthKeys, type OAuthStore, type PendingAuthorization } from './store';
+import { oauthKeys, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
 
 type UserOAuthConfig = Extract<McpAuthConfig, { type: 'oauth' }>;
 

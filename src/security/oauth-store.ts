@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
-import { sealToken, unsealToken } from '../../security/seal';
+import { sealToken, unsealToken } from './seal';
 
 export interface OAuthStore {
   get<T>(key: string): Promise<T | undefined>;
@@ -33,6 +33,9 @@ export const oauthKeys = {
   pending: (state: string) => `pending/${state}`,
   lock: (server: string, principal: string) => `lock/${server}/${principal}`,
 };
+
+/** How long a started authorization waits for the user (and is offered again rather than replaced). */
+export const PENDING_AUTHORIZATION_MS = 10 * 60_000;
 
 /** An authorization the user has been sent to; `code` arrives through the callback route. */
 export interface PendingAuthorization {
