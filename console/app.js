@@ -66,7 +66,7 @@ function followTurn(turnId, token, update) {
   let live = '';
   // The message trace: every durable event with its server time, in order.
   const trace = (type, d) => update((t) => ({ ...t, trace: [...t.trace, { type, at: Date.parse(d.at), data: d }] }));
-  for (const type of ['status', 'tool_call_started', 'tool_call_finished', 'notice', 'approval_required', 'approval_decided', 'text', 'done', 'error', 'cancelled']) {
+  for (const type of ['status', 'tool_call_started', 'tool_call_finished', 'notice', 'approval_required', 'approval_decided', 'authorization_required', 'authorization_completed', 'text', 'done', 'error', 'cancelled']) {
     source.addEventListener(type, (e) => {
       const d = e.data ? JSON.parse(e.data) : null;
       if (d && d.at) trace(type, d);
@@ -88,6 +88,11 @@ function followTurn(turnId, token, update) {
   on('notice', (d) => update((t) => ({ ...t, notices: [...t.notices, d.message] })));
   on('approval_required', (d) => update((t) => ({ ...t, approvals: [...t.approvals, { toolCallId: d.toolCallId, name: d.name, args: d.arguments, decision: null }] })));
   on('approval_decided', (d) => update((t) => ({ ...t, approvals: t.approvals.map((a) => (a.toolCallId === d.toolCallId ? { ...a, decision: d.decision } : a)) })));
+  // An OAuth server needs the user's consent: the turn waits until they come back from this link.
+  on('authorization_required', (d) => update((t) => ({ ...t, authorizations: [...(t.authorizations ?? []), { toolCallId: d.toolCallId, server: d.server, url: d.authorizationUrl, outcome: null }] })));
+  on('authorization_completed', (d) =>
+    update((t) => ({ ...t, authorizations: (t.authorizations ?? []).map((a) => (a.toolCallId === d.toolCallId && !a.outcome ? { ...a, outcome: d.outcome } : a)) })),
+  );
   on('text', (d) => update((t) => ({ ...t, text: d.text })));
   on('done', () => end({ status: 'completed' }));
   on('error', (d) => (d && d.message ? end({ status: 'failed', error: d.message }) : undefined));
@@ -121,6 +126,10 @@ function traceLine(e) {
       return ['approval', `${d.name} waits for a decision`];
     case 'approval_decided':
       return ['approval', `${d.toolCallId}: ${d.decision}${d.by ? ` by ${d.by}` : ''}`];
+    case 'authorization_required':
+      return ['OAuth', `${d.name} waits for your authorization of ${d.server}`];
+    case 'authorization_completed':
+      return ['OAuth', `${d.server}: ${d.outcome}`];
     case 'text':
       return ['answer', `${String(d.text ?? '').length} characters`];
     default:
@@ -174,6 +183,14 @@ function Turn({ turn, api, config }) {
     ${turn.notices.map((n) => html`<div class="notice">${n}</div>`)}
     ${turn.running && turn.waiting && html`<${Waiting} waiting=${turn.waiting} api=${api} />`}
     ${turn.tools.map((c) => html`<${ToolCard} call=${c} />`)}
+    ${(turn.authorizations ?? []).map(
+      (a) => html`<div class="approval" data-authorization=${a.server}>
+        ${a.outcome
+          ? html`<span class="muted">${a.server}: ${a.outcome === 'authorized' ? 'authorized' : 'not authorized in time'}</span>`
+          : html`<div><strong>${a.server}</strong> needs your permission to act for you.</div>
+              <div class="row"><a class="button" href=${a.url} target="_blank" rel="noopener noreferrer">Authorize ${a.server}</a><span class="muted">The turn continues once you are back.</span></div>`}
+      </div>`,
+    )}
     ${turn.approvals.map(
       (a) => html`<div class="approval" data-approval=${a.toolCallId}>
         <strong>${a.name}</strong> needs approval <code>${JSON.stringify(a.args ?? {})}</code>
@@ -280,7 +297,10 @@ function Servers({ api }) {
         ${data?.servers.map(
           (s) => html`<tr data-server=${s.server}>
             <td>${s.server}</td><td>${s.transport}</td>
-            <td class=${`state-${s.state}`}>${s.state}${s.error ? html`<div class="muted">${s.error}</div>` : ''}</td>
+            <td class=${`state-${s.state}`}>
+              ${s.state}${s.error ? html`<div class="muted">${s.error}</div>` : ''}
+              ${s.authorizationUrl && html`<div><a href=${s.authorizationUrl} target="_blank" rel="noopener noreferrer">Authorize the host's listing</a></div>`}
+            </td>
             <td>${s.toolCount}</td>
             <td>${s.circuit ? `${s.circuit.state} (${s.circuit.consecutiveFailures} failures)` : '—'}</td>
           </tr>`,

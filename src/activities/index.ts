@@ -293,7 +293,7 @@ export function createActivities(deps: ActivityDeps) {
       return await withHeartbeats(async (beat) => {
         try {
           const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
-          const outcome = await withCaller({ ...(token ? { token } : {}), ...(input.user ? { principal: `${input.user.tenant}:${input.user.id}` } : {}) }, () => deps.hub.callTool({
+          const outcome = await withCaller({ ...(token ? { token } : {}), ...(input.user ? { principal: `${input.user.tenant}:${input.user.id}` } : {}), turnId: input.turnId }, () => deps.hub.callTool({
             server: input.server,
             tool: input.tool,
             arguments: input.arguments,
@@ -323,11 +323,21 @@ export function createActivities(deps: ActivityDeps) {
             observe('cancelled');
             throw new CancelledFailure('tool call cancelled');
           }
-          // The user has to authorize the host with the server (or refused to): data for the model,
-          // which tells the user where to go; retrying before they did cannot help.
-          if (err instanceof AuthorizationRequiredError || err instanceof AuthorizationDeniedError) {
+          // The user has to authorize the host with the server: the turn waits for them (the URL is
+          // not a secret: it carries the PKCE challenge, never the verifier). Retrying cannot help.
+          if (err instanceof AuthorizationRequiredError) {
             observe('tool_error');
-            return { isError: true, text: `${message}. The call was not made; ask the user to do this, then try again.` };
+            throw ApplicationFailure.create({
+              type: Failure.McpAuthorizationRequired,
+              message,
+              nonRetryable: true,
+              details: [{ server: input.server, authorizationUrl: err.authorizationUrl }],
+            });
+          }
+          // The user (or the authorization server) said no: data for the model.
+          if (err instanceof AuthorizationDeniedError) {
+            observe('tool_error');
+            return { isError: true, text: `${message}. The call was not made.` };
           }
           if (isMcpFailure(err, 'permanent')) {
             observe('permanent_error');

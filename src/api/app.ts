@@ -162,6 +162,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(webSocketRoutes, { service, gateway: deps.gateway, ...live, pollMs: deps.ssePollMs, ...deps.ws, maxMessageChars: deps.maxMessageChars });
   await app.register(catalogRoutes, { service });
   if (deps.console) await app.register(consoleRoutes, deps.console);
-  if (deps.oauthStore) await app.register(oauthCallbackRoutes, { store: deps.oauthStore });
+  if (deps.oauthStore) {
+    const gateway = deps.gateway;
+    await app.register(oauthCallbackRoutes, {
+      store: deps.oauthStore,
+      ...(gateway.authorizationCompleted ? { resume: (turnId: string, server: string) => gateway.authorizationCompleted?.(turnId, server) ?? Promise.resolve() } : {}),
+    });
+  }
   return app;
 }

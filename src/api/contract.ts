@@ -239,6 +239,10 @@ export const ServerStatusSchema = z.object({
   state: z.enum(SERVER_STATES),
   toolCount: z.number().int().nonnegative(),
   error: z.string().optional().describe('Why the server is unavailable; never includes secrets.'),
+  authorizationUrl: z
+    .string()
+    .optional()
+    .describe("An OAuth-protected server whose tools cannot be listed yet: open this to authorize the host's listing (users authorize their own calls on first use)."),
   circuit: z
     .object({
       state: z.enum(CIRCUIT_STATES),
@@ -297,6 +301,8 @@ export const TURN_EVENT_TYPES = [
   'notice',
   'approval_required',
   'approval_decided',
+  'authorization_required',
+  'authorization_completed',
   'cancelled',
   'done',
   'error',

@@ -17,6 +17,7 @@ import type { TurnSettings } from '../config';
 import { Failure, failureTypeOf } from '../shared/failures';
 import {
   approveToolCallUpdate,
+  authorizationCompletedSignal,
   CATALOG_WORKFLOW_TYPE,
   SESSION_ID_SEARCH_ATTRIBUTE,
   SESSION_WORKFLOW_TYPE,
@@ -62,6 +63,8 @@ export interface TurnGateway {
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** Requests cancellation; the workflow stops at its next step and reports `cancelled`. */
   cancelTurn(turnId: string): Promise<void>;
+  /** Tells a turn waiting for the user's OAuth consent with `server` that it was given (the callback route). */
+  authorizationCompleted?(turnId: string, server: string): Promise<void>;
   /**
    * null when no such turn exists. With `likelyRunning` (stream polling), the running turn's query
    * is tried first, saving the describe round trip; closed or unknown turns take the full path.
@@ -195,6 +198,10 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
 
     async cancelTurn(turnId) {
       await client.workflow.getHandle(turnId).cancel();
+    },
+
+    async authorizationCompleted(turnId, server) {
+      await client.workflow.getHandle(turnId).signal(authorizationCompletedSignal, { server });
     },
 
     async decideApproval(turnId, input) {

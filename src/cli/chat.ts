@@ -187,6 +187,14 @@ async function main(): Promise<void> {
           }
           return false;
         }
+        case 'authorization_required':
+          // OAuth consent happens in a browser; the turn continues by itself once the user is back.
+          endLine();
+          out(`  ? ${String(d['server'])} needs your permission to act for you. Open this link, allow, and the turn continues:\n    ${String(d['authorizationUrl'])}\n`);
+          return false;
+        case 'authorization_completed':
+          out(d['outcome'] === 'authorized' ? `  ${String(d['server'])} authorized\n` : `  ${String(d['server'])} was not authorized in time\n`);
+          return false;
         case 'approval_required': {
           endLine();
           out(`  ? ${String(d['name'])} ${JSON.stringify(d['arguments'] ?? {})} needs approval. Approve? [y/N] `);

@@ -620,6 +620,10 @@ export class McpServerHub implements McpHub, McpContextSource {
       });
       return { server, tools, status: { server, transport: this.transportOf(slot), state: 'connected', toolCount: tools.length } };
     } catch (error) {
+      if (error instanceof AuthorizationRequiredError) {
+        const status = { server, transport: this.transportOf(slot), state: 'unavailable' as const, toolCount: 0 };
+        return { server, tools: [], status: { ...status, error: 'needs authorization', authorizationUrl: error.authorizationUrl } };
+      }
       const reason = (
         error instanceof McpFailure || error instanceof RefusedError
           ? error.reason

@@ -10,12 +10,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface CallerContext {
   token?: string;
   principal?: string;
+  /** The turn the request is for: an authorization it has to wait for names it (src/mcp/oauth). */
+  turnId?: string;
 }
 
 export const callerContext = new AsyncLocalStorage<CallerContext>();
 
 export function withCaller<T>(caller: CallerContext, fn: () => Promise<T>): Promise<T> {
-  return caller.token || caller.principal ? callerContext.run(caller, fn) : fn();
+  return caller.token || caller.principal || caller.turnId ? callerContext.run(caller, fn) : fn();
 }
 
 /** A fetch that adds `Authorization: Bearer <caller's token>` when a call carries one. */

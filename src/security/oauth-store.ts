@@ -10,6 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
+import { AUTHORIZATION_WAIT_MS } from '../shared/turn';
 import { sealToken, unsealToken } from './seal';
 
 export interface OAuthStore {
@@ -35,7 +36,7 @@ export const oauthKeys = {
 };
 
 /** How long a started authorization waits for the user (and is offered again rather than replaced). */
-export const PENDING_AUTHORIZATION_MS = 10 * 60_000;
+export const PENDING_AUTHORIZATION_MS = AUTHORIZATION_WAIT_MS;
 
 /** An authorization the user has been sent to; `code` arrives through the callback route. */
 export interface PendingAuthorization {
@@ -47,6 +48,8 @@ export interface PendingAuthorization {
   code?: string;
   /** The authorization server said no (`error` on the callback): shown to the user, never retried. */
   error?: string;
+  /** Turns waiting for this authorization: the callback route tells each to try again. */
+  turnIds?: string[];
 }
 
 /** For tests and one-shot tools: nothing survives the process. */

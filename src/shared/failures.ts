@@ -14,6 +14,11 @@ export const Failure = {
   McpTransientError: 'McpTransientError',
   /** An MCP call failed in a way retrying cannot fix (protocol error, unknown tool). */
   McpPermanentError: 'McpPermanentError',
+  /**
+   * The user must authorize the host with an MCP server (OAuth) before the call can run; the
+   * failure's first detail is `{ server, authorizationUrl }`. Never retried: the turn waits instead.
+   */
+  McpAuthorizationRequired: 'McpAuthorizationRequired',
   /** A turn ended in error; the failure's first detail is the final TurnState. */
   TurnFailed: 'TurnFailed',
   /** Update rejections of an approval decision. */

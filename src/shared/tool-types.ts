@@ -46,6 +46,11 @@ export interface ServerStatus {
   toolCount: number;
   /** Why the server is unavailable; never includes secrets (headers, env values). */
   error?: string;
+  /**
+   * An OAuth server whose tools the host may not list yet: where to authorize the host's listing
+   * (users then authorize their own calls on first use).
+   */
+  authorizationUrl?: string;
   /** The worker's circuit breaker for this server: `open` means calls are refused until `retryAt`. */
   circuit?: {
     state: (typeof CIRCUIT_STATES)[number];

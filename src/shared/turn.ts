@@ -70,6 +70,12 @@ export interface ActivityTimeouts {
   toolHeartbeatMs: number;
 }
 
+/**
+ * How long a turn waits for the user to authorize the host with an MCP server (OAuth consent in the
+ * browser), and how long the started authorization stays valid in the token store.
+ */
+export const AUTHORIZATION_WAIT_MS = 10 * 60_000;
+
 export const DEFAULT_ACTIVITY_TIMEOUTS: ActivityTimeouts = {
   llmStartToCloseMs: 120_000,
   llmHeartbeatMs: 30_000,
@@ -153,6 +159,8 @@ export type TurnEventType =
   | 'notice'
   | 'approval_required'
   | 'approval_decided'
+  | 'authorization_required'
+  | 'authorization_completed'
   | 'cancelled'
   | 'done'
   | 'error';

@@ -38,6 +38,13 @@ export const SESSION_ID_SEARCH_ATTRIBUTE = 'SessionId';
 export const approveToolCallUpdate = defineUpdate<ApprovalResult, [ApprovalInput]>('approveToolCall');
 
 
+/**
+ * The API's OAuth callback → a turn waiting for the user to authorize the host with `server`: try
+ * the call again (the worker exchanges the code the callback stored). A signal: the browser's page
+ * must not wait for a worker.
+ */
+export const authorizationCompletedSignal = defineSignal<[{ server: string }]>('authorizationCompleted');
+
 /** Custom search attributes set on every turn for the owner, registered with SessionId. */
 export const USER_ID_SEARCH_ATTRIBUTE = 'UserId';
 export const TENANT_ID_SEARCH_ATTRIBUTE = 'TenantId';

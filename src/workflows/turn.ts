@@ -23,6 +23,7 @@ import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome, ToolRef } from '..
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
 import type { ChatMessage, LlmRequest, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
 import { handleApprovals } from './approvals';
+import { authorizationNeeded, handleAuthorizations } from './authorizations';
 import { beginTurnSignal, type MetricsSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
 function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
@@ -80,6 +81,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   const { state, emit } = record;
   setHandler(turnStateQuery, (afterEventId?: number) => record.view(afterEventId));
   const approvals = handleApprovals(record, user, policy, recordAudit);
+  const authorizations = handleAuthorizations(record);
 
   const { metrics } = proxySinks<MetricsSinks>();
   // The SDK logger (pino in the worker) adds the workflow id, which is the turn id; not logged on replay.
@@ -242,27 +244,39 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       if (approval === 'timed_out') return { isError: true, text: 'The user did not approve this action in time; it was not performed.' };
       if (approval !== 'approved') return { isError: true, text: 'The user rejected this action; it was not performed.' };
     }
-    try {
-      return await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
-        {
-          turnId: input.turnId,
-          server: p.tool.server,
-          tool: p.tool.tool,
-          llmName: p.tool.name,
-          arguments: p.arguments,
-          idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
-          ...(user ? { user } : {}),
-          ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
-          toolCallId: p.call.id,
-        },
-      ]);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
-      return { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
+    const request = {
+      turnId: input.turnId,
+      server: p.tool.server,
+      tool: p.tool.tool,
+      llmName: p.tool.name,
+      arguments: p.arguments,
+      idempotencyKey: toolCallIdempotencyKey(wf.workflowId, step, p.call.id),
+      ...(user ? { user } : {}),
+      ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
+      toolCallId: p.call.id,
+    };
+    for (let round = 1; ; round++) {
+      const seen = authorizations.seen(p.tool.server);
+      try {
+        return await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [request]);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        // The server needs the user's consent first: wait for it (durably), then try again. Turns
+        // recorded before this change replay as before (they never met this failure).
+        const needed = failureTypeOf(err) === Failure.McpAuthorizationRequired ? authorizationNeeded(err) : undefined;
+        if (needed && round <= MAX_AUTHORIZATION_ROUNDS && patched('authorization-wait')) {
+          if (await authorizations.wait(p, step, needed, seen)) continue;
+          return { isError: true, text: `The user did not authorize this host with ${needed.server} in time; the call was not made.` };
+        }
+        // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
+        return { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
+      }
     }
   }
 }
+
+/** Consents one call may wait for: a server that keeps asking after the user agreed is not waited for forever. */
+const MAX_AUTHORIZATION_ROUNDS = 2;
 
 function llmError(err: unknown): TurnError {
   if (failureTypeOf(err) === Failure.LlmRequestRejected) {

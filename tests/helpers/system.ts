@@ -17,6 +17,7 @@ import type { DemoRules } from '../../src/demo-model/rules';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Policy } from '../../src/shared/policy';
+import { SealedFileOAuthStore } from '../../src/security/oauth-store';
 import { loadPolicyFile } from '../../src/config/policy';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
@@ -186,6 +187,9 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       LIVE_SECRET: liveSecret,
       LIVE_PUSH_URL: `http://127.0.0.1:${apiPort}/internal/live`,
       ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
+      // OAuth-protected servers: the token store the API's callback route shares, and that route.
+      OAUTH_STORE_DIR: path.join(dir, 'oauth'),
+      OAUTH_REDIRECT_URL: `http://127.0.0.1:${apiPort}/v1/oauth/callback`,
       ...opts.workerEnv,
     };
     const workers: ManagedProcess[] = [];
@@ -237,6 +241,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       console: { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233' },
       ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
       ...(opts.metricsToken ? { metricsToken: opts.metricsToken } : {}),
+      ...(opts.tokenSealKey ? { oauthStore: new SealedFileOAuthStore(path.join(dir, 'oauth'), opts.tokenSealKey) } : {}),
     });
     const apiUrl = await app.listen({ host: '127.0.0.1', port: apiPort });
     cleanups.push(() => app.close());

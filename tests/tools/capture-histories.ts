@@ -7,7 +7,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { DemoRules } from '../../src/demo-model/rules';
-import { bearer, postJson, postMessage, readSse } from '../helpers/http';
+import { startProtectedServer } from '../../examples/servers/protected-server';
+import { bearer, getJson, postJson, postMessage, readSse } from '../helpers/http';
 import { startSchoolSystem } from '../helpers/school';
 import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
 import { ownerKey } from '../../src/api/gateway';
@@ -226,7 +227,39 @@ async function captureRefs(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs]`: the groups to capture (default all). */
+/**
+ * A turn whose tool call waited for the user's OAuth consent (examples/servers/protected-server.ts):
+ * the host's listing is authorized first, then the user's consent resumes the turn.
+ */
+async function captureOAuth(): Promise<void> {
+  const remote = await startProtectedServer();
+  const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
+  const script = { name: 'whoami', match: '(?i)^who am i there', steps: [{ toolCalls: [{ name: 'private__whoami', arguments: {} }] }, { text: '{{tool:private__whoami}}' }] };
+  const sys = await startSystem({
+    rules: { ...base, scripts: [script, ...(base.scripts ?? [])] },
+    tokenSealKey: 'capture-seal-key-0123456789abcdef-xyz-0',
+    extraServers: { private: { url: remote.mcpUrl, transport: 'streamable-http', auth: { type: 'oauth' } } },
+  });
+  const consent = async (url: string, user: string): Promise<void> => {
+    const request = /data-request="([^"]+)"/.exec(await (await fetch(url)).text())?.[1] ?? '';
+    const answer = await fetch(`${remote.url}/consent?request=${request}&user=${user}&allow=1`, { redirect: 'manual' });
+    await fetch(answer.headers.get('location') ?? '');
+  };
+  try {
+    const servers = await getJson(`${sys.apiUrl}/v1/servers`);
+    await consent(servers.body.servers.find((s: { server: string }) => s.server === 'private').authorizationUrl as string, 'operator');
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'who am i there?');
+    const seen = await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { stopAfter: (e) => e.event === 'authorization_required', timeoutMs: 60_000 });
+    await consent(seen.find((e) => e.event === 'authorization_required')?.data.authorizationUrl as string, 'ada');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-authorization-wait', body.turnId);
+  } finally {
+    await sys.stop();
+    await remote.close();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -237,6 +270,7 @@ async function all(): Promise<void> {
   if (want('session')) await captureSession();
   if (want('direct')) await captureDirect();
   if (want('refs')) await captureRefs();
+  if (want('oauth')) await captureOAuth();
 }
 
 all().catch((err: unknown) => {

@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Failure, failureTypeOf } from '../../src/shared/failures';
 import type { TurnInput, TurnState } from '../../src/shared/turn';
-import { approveToolCallUpdate, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
+import { approveToolCallUpdate, authorizationCompletedSignal, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import type { turnWorkflow } from '../../src/workflows/turn';
 import {
   callTools,
@@ -269,6 +269,59 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect(state.events.at(-1)?.data).toEqual({ status: 'cancelled' });
     expect(state.toolCalls).toMatchObject([{ id: 's1', state: 'running' }]);
     expect(fakes.calls(id, 'callLlm')).toHaveLength(1);
+    expect(fakes.calls(id, 'callTool')).toHaveLength(1);
+  });
+
+  test('authorization wait: a call that needs OAuth consent waits, the callback signal resumes it, and it runs once', async () => {
+    const id = newTurnId('authorization');
+    const asked = deferred();
+    const needed = { server: 'notes', authorizationUrl: 'https://as.example/authorize?state=s1&code_challenge=c' };
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['n1', 'notes__add', { text: 'hi' }]) : say('Saved.')),
+      callTool: async () => {
+        if (fakes.calls(id, 'callTool').length === 1) {
+          asked.resolve();
+          throw ApplicationFailure.create({ type: Failure.McpAuthorizationRequired, nonRetryable: true, message: 'needs consent', details: [needed] });
+        }
+        return { isError: false, text: 'added' };
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    await within(asked.promise, 20_000, 'the tool was not called');
+    const waiting = await eventually(
+      async (): Promise<TurnState> => await handle.query(turnStateQuery),
+      (s) => s.events.some((e) => e.type === 'authorization_required'),
+    );
+    expect(eventOf(waiting, 'authorization_required').data).toEqual({ toolCallId: 'n1', name: 'notes__add', step: 1, expiresInMs: 600_000, ...needed });
+    // A signal for another server does not resume it.
+    await handle.signal(authorizationCompletedSignal, { server: 'bank' });
+    await handle.signal(authorizationCompletedSignal, { server: 'notes' });
+    const state = await handle.result();
+    expect(state.text).toBe('Saved.');
+    expect(fakes.calls(id, 'callTool').map((c) => c.idempotencyKey)).toEqual([expect.any(String), fakes.calls(id, 'callTool')[0]?.idempotencyKey]);
+    expect(eventTypes(state)).toEqual([
+      'status', 'status', 'status', 'tool_call_started', 'authorization_required', 'authorization_completed', 'tool_call_finished', 'status', 'text', 'done',
+    ]);
+    expect(eventOf(state, 'authorization_completed').data).toEqual({ toolCallId: 'n1', server: 'notes', outcome: 'authorized' });
+  });
+
+  test('authorization wait: cancelling the turn ends the wait', async () => {
+    const id = newTurnId('authorization-cancel');
+    fakes.script(id, {
+      callLlm: async () => callTools(['n1', 'notes__add', { text: 'hi' }]),
+      callTool: async () => {
+        throw ApplicationFailure.create({ type: Failure.McpAuthorizationRequired, nonRetryable: true, message: 'needs consent', details: [{ server: 'notes', authorizationUrl: 'https://as.example/a' }] });
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    const waiting = await eventually(
+      async (): Promise<TurnState> => await handle.query(turnStateQuery),
+      (s) => s.events.some((e) => e.type === 'authorization_required'),
+    );
+    expect(eventTypes(waiting)).toContain('authorization_required');
+    await handle.cancel();
+    const failure = await handle.result().catch((err: unknown) => err);
+    expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
     expect(fakes.calls(id, 'callTool')).toHaveLength(1);
   });
 

@@ -13,6 +13,8 @@ import { routeSchemas } from '../openapi';
 
 export interface OAuthCallbackOptions {
   store: OAuthStore;
+  /** Tells a turn waiting for this authorization to try its call again. */
+  resume?: (turnId: string, server: string) => Promise<void>;
 }
 
 const escapeHtml = (text: string): string =>
@@ -28,7 +30,7 @@ function page(reply: FastifyReply, status: number, title: string, body: string):
     .send(`<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(body)}</p></body></html>`);
 }
 
-export const oauthCallbackRoutes: FastifyPluginAsync<OAuthCallbackOptions> = async (app, { store }) => {
+export const oauthCallbackRoutes: FastifyPluginAsync<OAuthCallbackOptions> = async (app, { store, resume }) => {
   app.get(OAUTH_CALLBACK_PATH, { schema: routeSchemas.oauthCallback }, async (request, reply) => {
     const parsed = OAuthCallbackQuery.safeParse(request.query);
     if (!parsed.success) return page(reply, 400, 'Authorization failed', 'The link is incomplete: it names no authorization.');
@@ -48,7 +50,16 @@ export const oauthCallbackRoutes: FastifyPluginAsync<OAuthCallbackOptions> = asy
     if (!answered) {
       return page(reply, 400, 'Authorization failed', 'This authorization is unknown, expired or already used. Ask for the action again to get a new link.');
     }
-    request.log.info({ server: answered.server, outcome: answered.error ? 'refused' : 'authorized' }, 'OAuth callback');
+    request.log.info({ server: answered.server, outcome: answered.error ? 'refused' : 'authorized', turns: answered.turnIds?.length ?? 0 }, 'OAuth callback');
+    // Waiting turns try again either way: after a refusal their call reports it to the model. A turn
+    // that has ended meanwhile is no reason to fail the user's page.
+    if (resume) {
+      await Promise.all(
+        (answered.turnIds ?? []).map((turnId) =>
+          resume(turnId, answered.server).catch((err: unknown) => request.log.warn({ turnId, err: String(err) }, 'could not resume a turn after OAuth callback')),
+        ),
+      );
+    }
     if (answered.error) return page(reply, 200, 'Authorization refused', `Server "${answered.server}" was not authorized (${answered.error}).`);
     return page(reply, 200, 'Authorized', `The host may now act for you on server "${answered.server}". You can close this window and ask again in the chat.`);
   });

@@ -127,6 +127,7 @@ async function exchangePendingCode(
   const code = await authorizer(pending.record);
   if (code === undefined) {
     if (Date.now() - pending.record.createdAt < PENDING_AUTHORIZATION_MS) {
+      await provider.addWaitingTurn(pending.state, pending.record);
       throw new AuthorizationRequiredError(provider.server, pending.record.authorizationUrl);
     }
     await provider.forgetPending(pending.state);

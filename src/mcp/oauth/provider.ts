@@ -11,6 +11,13 @@ import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprot
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { McpAuthConfig } from '../config';
 import { oauthKeys, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
+import { callerContext } from '../user-token';
+
+/** The turn the current request is for, as a list for the pending authorization's record. */
+export const waitingTurn = (): string[] => {
+  const turnId = callerContext.getStore()?.turnId;
+  return turnId ? [turnId] : [];
+};
 
 type UserOAuthConfig = Extract<McpAuthConfig, { type: 'oauth' }>;
 
@@ -105,6 +112,7 @@ export class HostOAuthProvider implements OAuthClientProvider {
       authorizationUrl: authorizationUrl.toString(),
       codeVerifier: this.verifier,
       createdAt: Date.now(),
+      turnIds: waitingTurn(),
     };
     await store.set(oauthKeys.pending(state), pending);
     await store.set(oauthKeys.pendingFor(server, principal), state);
@@ -117,6 +125,12 @@ export class HostOAuthProvider implements OAuthClientProvider {
     if (!state) return undefined;
     const record = await store.get<PendingAuthorization>(oauthKeys.pending(state));
     return record ? { state, record } : undefined;
+  }
+
+  /** Another turn waits for the same authorization: the callback route tells it too. */
+  async addWaitingTurn(state: string, record: PendingAuthorization): Promise<void> {
+    const turns = waitingTurn().filter((t) => !(record.turnIds ?? []).includes(t));
+    if (turns.length > 0) await this.opts.store.set(oauthKeys.pending(state), { ...record, turnIds: [...(record.turnIds ?? []), ...turns] });
   }
 
   /** Uses the pending authorization's verifier for the code exchange, then forgets it. */
