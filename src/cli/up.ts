@@ -222,6 +222,16 @@ async function main(): Promise<void> {
       env.JWT_SECRET = readFileSync(file, 'utf8').trim();
     }
 
+    // OAuth tokens of MCP servers (and forwarded user tokens) are sealed with a key only this machine
+    // holds: a dev key kept beside the JWT secret unless one is configured.
+    if (!env.TOKEN_SEAL_KEY) {
+      const file = path.join(dataDir, 'dev-seal-key');
+      mkdirSync(path.dirname(file), { recursive: true });
+      if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+      env.TOKEN_SEAL_KEY = readFileSync(file, 'utf8').trim();
+    }
+    env.OAUTH_STORE_DIR ??= path.join(dataDir, 'oauth');
+
     let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
     // A model endpoint of the user's own is checked at start (URL, key, model name), so a mistake
     // stops here with a clear line instead of in the first turn; LLM_PROBE=off skips it.
