@@ -21,7 +21,7 @@ const ioModules = [
 const folder = (name) => [`**/${name}`, `**/${name}/*`];
 const infrastructure = [
   ...folder('api'), ...folder('mcp'), ...folder('llm'), ...folder('audit'), ...folder('cli'), ...folder('live'),
-  ...folder('security'), ...folder('metrics'), ...folder('config'), ...folder('demo-model'), '**/logger', '../worker', '../../worker',
+  ...folder('security'), ...folder('validation'), ...folder('metrics'), ...folder('config'), ...folder('demo-model'), '**/logger', '../worker', '../../worker',
 ];
 
 /** One `no-restricted-imports` rule per file set: flat config replaces a rule, it does not merge it. */

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { AuditLog } from '../src/audit';
 import { createLlmClient } from '../src/llm/client';
 import { McpServerHub } from '../src/mcp/pool';
-import { createArgumentValidator } from '../src/mcp/validate-args';
+import { createArgumentValidator } from '../src/validation/json-schema';
 import { DEMO_USERS, EVERYTHING_SERVER, NOTES_SERVER, requireBuild, ROOT, startSystem, temporalCli } from '../tests/helpers/system';
 import type { InProcessDeps } from './lib/in-process';
 import { benchPooling, stdioConfig, type PoolingResult } from './lib/pooling';

@@ -66,7 +66,7 @@ function followTurn(turnId, token, update) {
   let live = '';
   // The message trace: every durable event with its server time, in order.
   const trace = (type, d) => update((t) => ({ ...t, trace: [...t.trace, { type, at: Date.parse(d.at), data: d }] }));
-  for (const type of ['status', 'tool_call_started', 'tool_call_finished', 'notice', 'approval_required', 'approval_decided', 'authorization_required', 'authorization_completed', 'text', 'done', 'error', 'cancelled']) {
+  for (const type of ['status', 'tool_call_started', 'tool_call_finished', 'notice', 'approval_required', 'approval_decided', 'authorization_required', 'authorization_completed', 'input_required', 'input_provided', 'text', 'done', 'error', 'cancelled']) {
     source.addEventListener(type, (e) => {
       const d = e.data ? JSON.parse(e.data) : null;
       if (d && d.at) trace(type, d);
@@ -90,6 +90,13 @@ function followTurn(turnId, token, update) {
   on('approval_decided', (d) => update((t) => ({ ...t, approvals: t.approvals.map((a) => (a.toolCallId === d.toolCallId ? { ...a, decision: d.decision } : a)) })));
   // An OAuth server needs the user's consent: the turn waits until they come back from this link.
   on('authorization_required', (d) => update((t) => ({ ...t, authorizations: [...(t.authorizations ?? []), { toolCallId: d.toolCallId, server: d.server, url: d.authorizationUrl, outcome: null }] })));
+  // A server asks the user something during a tool call: a form until the owner answers.
+  on('input_required', (d) =>
+    update((t) => ({ ...t, questions: [...(t.questions ?? []), { toolCallId: d.toolCallId, server: d.server, message: d.message, schema: d.requestedSchema, action: null }] })),
+  );
+  on('input_provided', (d) =>
+    update((t) => ({ ...t, questions: (t.questions ?? []).map((q) => (q.toolCallId === d.toolCallId && !q.action ? { ...q, action: d.action } : q)) })),
+  );
   on('authorization_completed', (d) =>
     update((t) => ({ ...t, authorizations: (t.authorizations ?? []).map((a) => (a.toolCallId === d.toolCallId && !a.outcome ? { ...a, outcome: d.outcome } : a)) })),
   );
@@ -130,6 +137,10 @@ function traceLine(e) {
       return ['OAuth', `${d.name} waits for your authorization of ${d.server}`];
     case 'authorization_completed':
       return ['OAuth', `${d.server}: ${d.outcome}`];
+    case 'input_required':
+      return ['question', `${d.server} asks: ${d.message}`];
+    case 'input_provided':
+      return ['question', `${d.server}: ${d.action}${d.timedOut ? ' (timed out)' : ''}`];
     case 'text':
       return ['answer', `${String(d.text ?? '').length} characters`];
     default:
@@ -183,6 +194,7 @@ function Turn({ turn, api, config }) {
     ${turn.notices.map((n) => html`<div class="notice">${n}</div>`)}
     ${turn.running && turn.waiting && html`<${Waiting} waiting=${turn.waiting} api=${api} />`}
     ${turn.tools.map((c) => html`<${ToolCard} call=${c} />`)}
+    ${(turn.questions ?? []).map((q) => html`<${Question} q=${q} turnId=${turn.turnId} api=${api} />`)}
     ${(turn.authorizations ?? []).map(
       (a) => html`<div class="approval" data-authorization=${a.server}>
         ${a.outcome
@@ -348,6 +360,52 @@ function argumentsOf(fields, values) {
 }
 
 /** Runs the tool through a turn of the chat's session (policy, approval and audit apply), then shows the chat. */
+/** One input per field of a JSON Schema object (fieldsOf): for tool arguments and for answers to a server's question. */
+function SchemaFields({ fields, set }) {
+  return fields.map(
+    (f) => html`<label class="field">
+      <span>${f.name}${f.required ? ' *' : ''} <span class="muted">${f.kind}${f.description ? ` — ${f.description}` : ''}</span></span>
+      ${f.kind === 'enum'
+        ? html`<select name=${f.name} onChange=${(e) => set(f.name, e.currentTarget.value)}><option value=""></option>${f.options.map((o) => html`<option value=${o}>${o}</option>`)}</select>`
+        : f.kind === 'boolean'
+          ? html`<input type="checkbox" name=${f.name} onChange=${(e) => set(f.name, e.currentTarget.checked)} />`
+          : f.kind === 'json'
+            ? html`<textarea name=${f.name} rows="3" placeholder="JSON" onInput=${(e) => set(f.name, e.currentTarget.value)}></textarea>`
+            : html`<input type=${f.kind === 'string' ? 'text' : 'number'} name=${f.name} onInput=${(e) => set(f.name, e.currentTarget.value)} />`}
+    </label>`,
+  );
+}
+
+/** A server's question during a tool call: the form its schema asks for, answered by the turn's owner. */
+function Question({ q, turnId, api }) {
+  const fields = fieldsOf(q.schema);
+  const [values, setValues] = useState({});
+  const [error, setError] = useState(null);
+  const set = (name, v) => setValues((vs) => ({ ...vs, [name]: v }));
+  const answer = async (action) => {
+    let body = { action };
+    if (action === 'accept') {
+      // Fields left empty are left out: the server's defaults apply to them.
+      const built = argumentsOf(fields, values);
+      if (built.error) return setError(built.error);
+      body = { action, content: built.args };
+    }
+    try {
+      await api('POST', `/v1/turns/${encodeURIComponent(turnId)}/inputs/${encodeURIComponent(q.toolCallId)}`, body);
+      setError(null);
+    } catch (e) {
+      setError(e.message);
+    }
+  };
+  if (q.action) return html`<div class="approval muted" data-question=${q.toolCallId}>${q.server} asked: ${q.message} — ${q.action}</div>`;
+  return html`<form class="approval try" data-question=${q.toolCallId} onSubmit=${(e) => (e.preventDefault(), answer('accept'))}>
+    <div><strong>${q.server}</strong> asks: ${q.message}</div>
+    <${SchemaFields} fields=${fields} set=${set} />
+    ${error && html`<p class="error">${error}</p>`}
+    <div class="row"><button class="ok" type="submit">Send</button><button class="plain" type="button" onClick=${() => answer('decline')}>Decline</button><button class="plain" type="button" onClick=${() => answer('cancel')}>Cancel</button></div>
+  </form>`;
+}
+
 function TryTool({ tool, chat, onStarted }) {
   const fields = fieldsOf(tool.inputSchema);
   const [values, setValues] = useState({});
@@ -365,18 +423,7 @@ function TryTool({ tool, chat, onStarted }) {
     }
   };
   return html`<form class="try" data-try=${tool.name} onSubmit=${(e) => (e.preventDefault(), run())}>
-    ${fields.map(
-      (f) => html`<label class="field">
-        <span>${f.name}${f.required ? ' *' : ''} <span class="muted">${f.kind}${f.description ? ` — ${f.description}` : ''}</span></span>
-        ${f.kind === 'enum'
-          ? html`<select name=${f.name} onChange=${(e) => set(f.name, e.currentTarget.value)}><option value=""></option>${f.options.map((o) => html`<option value=${o}>${o}</option>`)}</select>`
-          : f.kind === 'boolean'
-            ? html`<input type="checkbox" name=${f.name} onChange=${(e) => set(f.name, e.currentTarget.checked)} />`
-            : f.kind === 'json'
-              ? html`<textarea name=${f.name} rows="3" placeholder="JSON" onInput=${(e) => set(f.name, e.currentTarget.value)}></textarea>`
-              : html`<input type=${f.kind === 'string' ? 'text' : 'number'} name=${f.name} onInput=${(e) => set(f.name, e.currentTarget.value)} />`}
-      </label>`,
-    )}
+    <${SchemaFields} fields=${fields} set=${set} />
     ${fields.length === 0 && html`<p class="muted">No arguments.</p>`}
     ${error && html`<p class="error">${error}</p>`}
     <button class="primary" type="submit">Run in session ${chat.session}</button>

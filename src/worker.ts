@@ -15,12 +15,13 @@ import { createLogger, temporalLogger } from './logger';
 import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
 import { SealedFileOAuthStore } from './mcp/oauth';
+import { elicitFromCaller } from './mcp/elicitation';
 import { McpServerHub } from './mcp/pool';
 import { configSecrets } from './security/secrets';
 import { createWorkerMetrics, serveMetrics } from './metrics';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
-import { createArgumentValidator } from './mcp/validate-args';
+import { createArgumentValidator } from './validation/json-schema';
 
 /** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
 const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
@@ -66,7 +67,13 @@ async function main(): Promise<void> {
   const oauth = env.TOKEN_SEAL_KEY
     ? { store: new SealedFileOAuthStore(env.OAUTH_STORE_DIR, env.TOKEN_SEAL_KEY), redirectUrl: oauthRedirectUrl(env), clientName: 'durable-mcp-host' }
     : undefined;
-  const servers = new McpServerHub(mcpConfig.current(), { logger, clientInfo: { name: 'durable-mcp-host', version: '0.1.0' }, ...(oauth ? { oauth } : {}) });
+  const servers = new McpServerHub(mcpConfig.current(), {
+    logger,
+    clientInfo: { name: 'durable-mcp-host', version: '0.1.0' },
+    ...(oauth ? { oauth } : {}),
+    // A server's questions during a tool call go to the turn's user (src/mcp/elicitation.ts).
+    elicit: elicitFromCaller,
+  });
   const hub = new ResilientHub(
     servers,
     {

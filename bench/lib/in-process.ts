@@ -11,7 +11,7 @@ import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type Planned
 import { decideTool, filterCatalog } from '../../src/core/policy';
 import type { LlmClient } from '../../src/llm/client';
 import type { McpServerHub } from '../../src/mcp/pool';
-import type { ArgumentValidator } from '../../src/mcp/validate-args';
+import type { ArgumentValidator } from '../../src/validation/json-schema';
 import { toolCallIdempotencyKey } from '../../src/shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
 import type { ToolOutcome } from '../../src/shared/tool-types';

@@ -9,6 +9,7 @@ import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oauth';
+import { ElicitationSession } from '../mcp/elicitation';
 import { withCaller } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
@@ -17,7 +18,7 @@ import { sessionOfTurn } from '../shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, CatalogRefs, ToolOutcome } from '../shared/tool-types';
 import { toLlmTools } from '../core/host-loop';
-import type { ChatMessage, ContextSpec, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
+import type { ChatMessage, ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
 import type { Logger } from '../logger';
 import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
@@ -59,6 +60,8 @@ export interface ToolCallInput {
   toolCallId?: string;
   /** See TurnInput.sealedToken. */
   sealedToken?: string;
+  /** The user's answers to the server's questions so far (elicitation), handed back in order on this call. */
+  elicitations?: ElicitationAnswer[];
 }
 
 export interface SummarizeInput {
@@ -290,10 +293,20 @@ export function createActivities(deps: ActivityDeps) {
           'tool call',
         );
       };
+      // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
+      const elicitation = new ElicitationSession(input.elicitations);
+      const inputRequired = (asked: InputAsked) =>
+        ApplicationFailure.create({ type: Failure.McpInputRequired, message: `${input.server} asks the user: ${asked.message}`, nonRetryable: true, details: [asked] });
       return await withHeartbeats(async (beat) => {
         try {
           const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
-          const outcome = await withCaller({ ...(token ? { token } : {}), ...(input.user ? { principal: `${input.user.tenant}:${input.user.id}` } : {}), turnId: input.turnId }, () => deps.hub.callTool({
+          const caller = {
+            ...(token ? { token } : {}),
+            ...(input.user ? { principal: `${input.user.tenant}:${input.user.id}` } : {}),
+            turnId: input.turnId,
+            elicitation,
+          };
+          const outcome = await withCaller(caller, () => deps.hub.callTool({
             server: input.server,
             tool: input.tool,
             arguments: input.arguments,
@@ -302,9 +315,11 @@ export function createActivities(deps: ActivityDeps) {
               [TRACE_META_KEY]: input.turnId,
               ...(input.user ? userMeta(input.user, input.turnId) : {}),
             },
-            signal: ctx.cancellationSignal,
+            signal: AbortSignal.any([ctx.cancellationSignal, elicitation.signal]),
             onProgress: (p) => beat(p),
           }));
+          // The server went on after we answered `cancel`: its result is not the user's answer.
+          if (elicitation.asked) throw inputRequired(elicitation.asked);
           if (auditBase) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: outcome.isError ? 'error' : 'ok', detail: outcome.text.slice(0, 200) });
           }
@@ -322,6 +337,10 @@ export function createActivities(deps: ActivityDeps) {
           if (ctx.cancellationSignal.aborted) {
             observe('cancelled');
             throw new CancelledFailure('tool call cancelled');
+          }
+          if (elicitation.asked) {
+            observe('tool_error');
+            throw inputRequired(elicitation.asked);
           }
           // The user has to authorize the host with the server: the turn waits for them (the URL is
           // not a secret: it carries the PKCE challenge, never the verifier). Retrying cannot help.

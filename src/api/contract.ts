@@ -74,6 +74,16 @@ export const ToolCallBody = z
   .strict();
 
 export const ApprovalBody = z.object({ approve: z.boolean().describe('`true` runs the tool call, `false` denies it.') }).strict();
+/** The owner's answer to a server's question (an `input_required` event). */
+export const InputBody = z
+  .object({
+    action: z.enum(['accept', 'decline', 'cancel']).describe('`accept` with `content`; `decline` refuses to answer; `cancel` dismisses the question.'),
+    content: z
+      .record(z.string().max(128), z.union([z.string().max(10_000), z.number(), z.boolean(), z.array(z.string().max(1_000)).max(100)]))
+      .optional()
+      .describe("With `accept`: the answer, checked against the question's `requestedSchema` (defaults the answer leaves out are filled in)."),
+  })
+  .strict();
 export const EventsQuery = z.object({
   after: z.coerce
     .number()
@@ -232,6 +242,7 @@ export const SessionMessages = z.object({
 
 export const CancelAccepted = z.object({ turnId: z.string(), status: z.literal('cancelling') });
 export const ApprovalDecided = z.object({ turnId: z.string(), toolCallId: z.string(), decision: z.enum(['approved', 'rejected']) });
+export const InputProvided = z.object({ turnId: z.string(), toolCallId: z.string(), action: z.enum(['accept', 'decline', 'cancel']) });
 
 export const ServerStatusSchema = z.object({
   server: z.string(),
@@ -303,6 +314,8 @@ export const TURN_EVENT_TYPES = [
   'approval_decided',
   'authorization_required',
   'authorization_completed',
+  'input_required',
+  'input_provided',
   'cancelled',
   'done',
   'error',

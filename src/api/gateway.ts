@@ -12,12 +12,13 @@ import { sealToken } from '../security/seal';
 import { policyForRole } from '../core/policy';
 import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { DirectToolCall, TurnState, ApprovalInput } from '../shared/turn';
+import type { DirectToolCall, TurnState, ApprovalInput, ProvideInput } from '../shared/turn';
 import type { TurnSettings } from '../config';
 import { Failure, failureTypeOf } from '../shared/failures';
 import {
   approveToolCallUpdate,
   authorizationCompletedSignal,
+  provideInputUpdate,
   CATALOG_WORKFLOW_TYPE,
   SESSION_ID_SEARCH_ATTRIBUTE,
   SESSION_WORKFLOW_TYPE,
@@ -49,6 +50,8 @@ export type ApprovalOutcome =
   | { kind: 'decided'; decision: 'approved' | 'rejected' }
   | { kind: 'not_pending' | 'already_decided' | 'forbidden' };
 
+export type InputOutcome = { kind: 'provided' } | { kind: 'not_pending' | 'forbidden' };
+
 export type SubmitOutcome =
   | { kind: 'accepted'; created: boolean; position: number }
   /** The session's queue is full (SessionSettings.maxQueuedTurns). */
@@ -65,6 +68,8 @@ export interface TurnGateway {
   cancelTurn(turnId: string): Promise<void>;
   /** Tells a turn waiting for the user's OAuth consent with `server` that it was given (the callback route). */
   authorizationCompleted?(turnId: string, server: string): Promise<void>;
+  /** Hands the owner's answer to a server's question to the waiting turn. */
+  provideInput?(turnId: string, input: ProvideInput): Promise<InputOutcome>;
   /**
    * null when no such turn exists. With `likelyRunning` (stream polling), the running turn's query
    * is tried first, saving the describe round trip; closed or unknown turns take the full path.
@@ -202,6 +207,18 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
 
     async authorizationCompleted(turnId, server) {
       await client.workflow.getHandle(turnId).signal(authorizationCompletedSignal, { server });
+    },
+
+    async provideInput(turnId, input) {
+      try {
+        await client.workflow.getHandle(turnId).executeUpdate(provideInputUpdate, { args: [input] });
+        return { kind: 'provided' };
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError && failureTypeOf(err.cause) === Failure.InputForbidden) return { kind: 'forbidden' };
+        if (err instanceof WorkflowUpdateFailedError && failureTypeOf(err.cause) === Failure.InputNotPending) return { kind: 'not_pending' };
+        if (err instanceof WorkflowNotFoundError) return { kind: 'not_pending' };
+        throw err;
+      }
     },
 
     async decideApproval(turnId, input) {

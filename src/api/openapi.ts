@@ -26,6 +26,8 @@ import {
   EventsQuery,
   Health,
   MessageAccepted,
+  InputBody,
+  InputProvided,
   MessageHeaders,
   OAuthCallbackQuery,
   messageBody,
@@ -272,6 +274,21 @@ export const routeSchemas = {
         ...fromZod(ApprovalDecided),
       },
       ...errors([400, 401, 404, 409, 414, 415, 503], { 409: '`already_decided`: the tool call was already decided.' }),
+    },
+  },
+  provideInput: {
+    operationId: 'provideInput',
+    summary: "Answer a server's question",
+    description:
+      'A tool call whose server asked the user something (`input_required` event, with `message` and `requestedSchema`) waits for this. ' +
+      "Only the turn's owner answers. An accepted answer must satisfy the schema (`400 invalid_input` says where it does not); the call is " +
+      'then issued again with the answer. A call that asks nothing, or an answered one, gets `404`.',
+    tags: ['turns'],
+    params: fromZod(ApprovalParams, 'input'),
+    body: fromZod(InputBody, 'input'),
+    response: {
+      200: { description: 'Answered: the call runs again.', ...fromZod(InputProvided) },
+      ...errors([400, 401, 404, 414, 415, 503]),
     },
   },
   listApprovals: {

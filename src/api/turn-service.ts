@@ -13,7 +13,8 @@ import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import { turnId as makeTurnId } from '../shared/ids';
 import { TERMINAL_STATUSES, type DirectToolCall, type TurnState } from '../shared/turn';
-import type { ApprovalsInbox, DecidableApproval, Health, PendingApprovalView, SessionMessages, TurnView, WaitingView } from './contract';
+import type { ApprovalsInbox, DecidableApproval, Health, InputBody, PendingApprovalView, SessionMessages, TurnView, WaitingView } from './contract';
+import { createArgumentValidator } from '../validation/json-schema';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
 import { SYSTEM_MESSAGES } from './system-messages';
@@ -116,6 +117,7 @@ const INBOX_LIMIT = 100;
 
 export function createTurnService(opts: TurnServiceOptions) {
   const { gateway } = opts;
+  const answerValidator = createArgumentValidator();
   // Message submission is what costs (LLM tokens, tool side effects): limited per user and per tenant,
   // in fixed one-minute windows. A user over budget does not consume the tenant's.
   const { user: perUser, tenant: perTenant } = opts.limiters ?? memoryRateLimiters({ userPerMinute: 60, tenantPerMinute: 600 });
@@ -295,6 +297,26 @@ export function createTurnService(opts: TurnServiceOptions) {
       return { turnId, toolCallId, decision: result.decision };
     },
 
+    /**
+     * The owner's answer to a server's question (the turn's latest `input_required` for that call, not
+     * yet answered). An accepted answer must satisfy the question's schema: the server gets nothing the
+     * user did not mean to send.
+     */
+    async provideInput(user: UserContext, turnId: string, toolCallId: string, body: z.output<typeof InputBody>) {
+      const state = await unavailableOnError(() => gateway.getTurn(turnId));
+      if (!state || !state.owner || state.owner.tenant !== user.tenant || state.owner.id !== user.id) throw notFound(`turn ${turnId}`);
+      const asked = openQuestion(state, toolCallId);
+      if (!asked || !gateway.provideInput) throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
+      if (body.action === 'accept') {
+        const check = answerValidator.validate(asked.requestedSchema, body.content ?? {}, 'answer');
+        if (!check.ok) throw new HttpError(400, 'invalid_input', check.message);
+      }
+      const input = { toolCallId, action: body.action, ...(body.action === 'accept' ? { content: body.content ?? {} } : {}), by: { id: user.id, tenant: user.tenant } };
+      const result = await unavailableOnError(() => gateway.provideInput?.(turnId, input) ?? Promise.resolve({ kind: 'not_pending' as const }));
+      if (result.kind !== 'provided') throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
+      return { turnId, toolCallId, action: body.action };
+    },
+
     /** The tools `user`'s model would be offered (the same filter the turn applies), and every server's state. */
     async catalog(user: UserContext) {
       const catalog = await unavailableOnError(() => gateway.catalog());
@@ -345,4 +367,15 @@ async function unavailableOnError<T>(fn: () => Promise<T>): Promise<T> {
     (e as { cause?: unknown }).cause = err;
     throw e;
   }
+}
+
+/** The question (`input_required`) on `toolCallId` that no `input_provided` has answered yet. */
+function openQuestion(state: TurnState, toolCallId: string): { requestedSchema: unknown } | undefined {
+  let open: { requestedSchema: unknown } | undefined;
+  for (const e of state.events) {
+    if (e.data['toolCallId'] !== toolCallId) continue;
+    if (e.type === 'input_required') open = { requestedSchema: e.data['requestedSchema'] };
+    if (e.type === 'input_provided') open = undefined;
+  }
+  return open;
 }

@@ -192,6 +192,35 @@ async function main(): Promise<void> {
           endLine();
           out(`  ? ${String(d['server'])} needs your permission to act for you. Open this link, allow, and the turn continues:\n    ${String(d['authorizationUrl'])}\n`);
           return false;
+        case 'input_required': {
+          // A server asks during a tool call: answer with JSON fields, or decline / cancel.
+          endLine();
+          const schema = (d['requestedSchema'] ?? {}) as { properties?: Record<string, { type?: string; description?: string }>; required?: string[] };
+          out(`  ? ${String(d['server'])} asks: ${String(d['message'])}\n`);
+          for (const [name, p] of Object.entries(schema.properties ?? {})) {
+            out(`      ${name}${schema.required?.includes(name) ? ' *' : ''} (${p.type ?? 'value'})${p.description ? `: ${p.description}` : ''}\n`);
+          }
+          const url = `/v1/turns/${turnId}/inputs/${String(d['toolCallId'])}`;
+          for (;;) {
+            out('    answer as JSON, e.g. {"name": "Ada"}, or decline / cancel: ');
+            const answer = ((await lines.next()) ?? 'cancel').trim();
+            let body: Record<string, unknown>;
+            if (/^(decline|cancel)$/i.test(answer)) body = { action: answer.toLowerCase() };
+            else {
+              try {
+                body = { action: 'accept', content: JSON.parse(answer) as unknown };
+              } catch {
+                out('    (not JSON)\n');
+                continue;
+              }
+            }
+            const r = await api('POST', url, body);
+            if (r.status === 200) break;
+            out(`    (refused: ${problem(r)})\n`);
+            if (r.status !== 400) break;
+          }
+          return false;
+        }
         case 'authorization_completed':
           out(d['outcome'] === 'authorized' ? `  ${String(d['server'])} authorized\n` : `  ${String(d['server'])} was not authorized in time\n`);
           return false;

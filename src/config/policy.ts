@@ -95,8 +95,14 @@ export const PolicySchema = z.strictObject(
         { error: 'must be an object { "tools", "timeoutMs", "approverRoles" }' },
       )
       .optional(),
+    elicitation: z
+      .strictObject(
+        { servers: z.array(z.string().min(1).max(64), { error: 'must be an array of server names or "*"' }).max(256) },
+        { error: 'must be an object { "servers" }' },
+      )
+      .optional(),
   },
-  { error: 'a policy must be a JSON object { "roles", "toolScopes", "superScope", "approval" }' },
+  { error: 'a policy must be a JSON object { "roles", "toolScopes", "superScope", "approval", "elicitation" }' },
 );
 export class PolicyError extends Error {
   override name = 'PolicyError';

@@ -39,7 +39,7 @@ import {
 } from './failures';
 import { AuthorizationDeniedError, AuthorizationRequiredError, authFetchFor, isPerUser, type OAuthSupport } from './oauth';
 import { renderContent, renderResourceContents, toToolOutcome } from './render';
-import { callerContext } from './user-token';
+import { callerContext, type CallerContext } from './user-token';
 import { createTransport, openHttpWithFallback, pidOf, terminateHttpSession, type TransportKind } from './transports';
 import type { CallToolRequest, McpHub } from './types';
 
@@ -68,6 +68,11 @@ export interface ElicitationRequest {
   principal?: string;
   params: ElicitRequest['params'];
   signal: AbortSignal;
+  /**
+   * The tool call the question belongs to: the request's own async context where the transport keeps
+   * it (Streamable HTTP), else the connection's only call in flight; absent when that is ambiguous.
+   */
+  caller?: CallerContext;
 }
 
 export type ElicitationHandler = (request: ElicitationRequest) => Promise<ElicitResult>;
@@ -110,6 +115,8 @@ interface Connection {
   /** False once closed or retired: no new work is handed to it. */
   alive: boolean;
   inflight: number;
+  /** The callers of the tool calls in flight on this connection (elicitation requests are routed to them). */
+  calls: Set<CallerContext>;
   /** Bumped by every `tools/list_changed`, so a listing that started before one is not kept. */
   toolsGeneration?: number;
   /** Tool listing for this connection; dropped on `tools/list_changed` and never kept on failure. */
@@ -197,33 +204,15 @@ export class McpServerHub implements McpHub, McpContextSource {
   async callTool(req: CallToolRequest): Promise<ToolOutcome> {
     const slot = this.usableSlot(req.server);
     const timeout = req.timeoutMs ?? slot.cfg.timeouts.callMs;
-    const onProgress = req.onProgress;
+    const caller = callerContext.getStore();
     const outcome = await this.withConnection(slot, req.signal, timeout, async (conn) => {
-      const result = await conn.client.callTool(
-        { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) },
-        CallToolResultSchema,
-        {
-          ...(req.signal ? { signal: req.signal } : {}),
-          timeout,
-          resetTimeoutOnProgress: true,
-          ...(onProgress
-            ? {
-                onprogress: (p: { progress: number; total?: number; message?: string }) => {
-                  try {
-                    onProgress({
-                      progress: p.progress,
-                      ...(p.total !== undefined ? { total: p.total } : {}),
-                      ...(p.message !== undefined ? { message: p.message } : {}),
-                    });
-                  } catch (error) {
-                    this.logger.warn({ server: slot.cfg.name, error: String(error) }, 'progress callback threw');
-                  }
-                },
-              }
-            : {}),
-        },
-      );
-      return this.normalizeResult(slot, req.tool, result);
+      // Known to the connection while it runs: a server's question during the call is routed to it.
+      if (caller) conn.calls.add(caller);
+      try {
+        return this.normalizeResult(slot, req.tool, await this.requestToolCall(slot, conn, req, timeout));
+      } finally {
+        if (caller) conn.calls.delete(caller);
+      }
     }).catch((error: unknown) => {
       // The server understood and refused (unknown tool, arguments rejected): data for the LLM.
       if (error instanceof RefusedError) {
@@ -232,6 +221,34 @@ export class McpServerHub implements McpHub, McpContextSource {
       throw error;
     });
     return outcome;
+  }
+
+  private async requestToolCall(slot: Slot, conn: Connection, req: CallToolRequest, timeout: number): Promise<unknown> {
+    const onProgress = req.onProgress;
+    return await conn.client.callTool(
+      { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) },
+      CallToolResultSchema,
+      {
+        ...(req.signal ? { signal: req.signal } : {}),
+        timeout,
+        resetTimeoutOnProgress: true,
+        ...(onProgress
+          ? {
+              onprogress: (p: { progress: number; total?: number; message?: string }) => {
+                try {
+                  onProgress({
+                    progress: p.progress,
+                    ...(p.total !== undefined ? { total: p.total } : {}),
+                    ...(p.message !== undefined ? { message: p.message } : {}),
+                  });
+                } catch (error) {
+                  this.logger.warn({ server: slot.cfg.name, error: String(error) }, 'progress callback threw');
+                }
+              },
+            }
+          : {}),
+      },
+    );
   }
 
   async readResource(server: string, uri: string, opts: { signal?: AbortSignal; meta?: Record<string, unknown> } = {}): Promise<string> {
@@ -435,7 +452,7 @@ export class McpServerHub implements McpHub, McpContextSource {
     slot.stderrTail = [];
     const transport = createTransport(cfg, kind, (line) => this.stderrLine(slot, line), slot.authFetch);
     const client = new Client(this.clientInfo, { capabilities: this.capabilities });
-    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0 };
+    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0, calls: new Set() };
 
     // Set before connect: the SDK chains its own handlers after these.
     transport.onerror = (error: Error) => this.onTransportError(slot, conn, error);
@@ -444,9 +461,16 @@ export class McpServerHub implements McpHub, McpContextSource {
       this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'MCP protocol notice');
     const elicit = this.elicit;
     if (elicit) {
-      client.setRequestHandler(ElicitRequestSchema, (request, extra) =>
-        elicit({ server: cfg.name, ...(slot.principal ? { principal: slot.principal } : {}), params: request.params, signal: extra.signal }),
-      );
+      client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
+        const caller = callerContext.getStore() ?? (conn.calls.size === 1 ? [...conn.calls][0] : undefined);
+        return elicit({
+          server: cfg.name,
+          ...(slot.principal ? { principal: slot.principal } : {}),
+          params: request.params,
+          signal: extra.signal,
+          ...(caller ? { caller } : {}),
+        });
+      });
     }
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       conn.tools = undefined;

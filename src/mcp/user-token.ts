@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ElicitationSession } from './elicitation';
 
 /**
  * Who the MCP request being made right now is for. Connections are pooled and shared by all users,
@@ -12,6 +13,8 @@ export interface CallerContext {
   principal?: string;
   /** The turn the request is for: an authorization it has to wait for names it (src/mcp/oauth). */
   turnId?: string;
+  /** The tool call's answers to server questions, and where a new question is noted (src/mcp/elicitation.ts). */
+  elicitation?: ElicitationSession;
 }
 
 export const callerContext = new AsyncLocalStorage<CallerContext>();

@@ -19,6 +19,14 @@ export const Failure = {
    * failure's first detail is `{ server, authorizationUrl }`. Never retried: the turn waits instead.
    */
   McpAuthorizationRequired: 'McpAuthorizationRequired',
+  /**
+   * A server asked the user for input during a tool call; the failure's first detail is the
+   * InputAsked. Never retried: the turn asks the user and issues the call again with the answer.
+   */
+  McpInputRequired: 'McpInputRequired',
+  /** Update rejections of an answer to a server's question. */
+  InputNotPending: 'InputNotPending',
+  InputForbidden: 'InputForbidden',
   /** A turn ended in error; the failure's first detail is the final TurnState. */
   TurnFailed: 'TurnFailed',
   /** Update rejections of an approval decision. */

@@ -22,4 +22,9 @@ export interface Policy {
     /** Roles that may decide other users' pending calls (the owner always may). */
     approverRoles: string[];
   };
+  /**
+   * Which servers may ask users for input during a tool call (elicitation): names or `"*"`. Absent:
+   * every server may. A server not listed gets `decline` without the user being asked.
+   */
+  elicitation?: { servers: string[] };
 }

@@ -76,6 +76,31 @@ export interface ActivityTimeouts {
  */
 export const AUTHORIZATION_WAIT_MS = 10 * 60_000;
 
+/** How long a turn waits for the user to answer a server's question (elicitation) before cancelling it. */
+export const INPUT_WAIT_MS = 10 * 60_000;
+
+/** What a server asked the user during a tool call (form-mode elicitation). */
+export interface InputAsked {
+  message: string;
+  requestedSchema: Record<string, unknown>;
+}
+
+/** The user's answer to one question, as the turn records it and hands it back to the re-issued call. */
+export interface ElicitationAnswer {
+  /** The question it answers (the re-issued call's questions are matched by it). */
+  message: string;
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
+/** The owner's answer, through the turn's update; the API has validated `content` against the schema. */
+export interface ProvideInput {
+  toolCallId: string;
+  action: ElicitationAnswer['action'];
+  content?: ElicitationAnswer['content'];
+  by: { id: string; tenant: string };
+}
+
 export const DEFAULT_ACTIVITY_TIMEOUTS: ActivityTimeouts = {
   llmStartToCloseMs: 120_000,
   llmHeartbeatMs: 30_000,
@@ -161,6 +186,8 @@ export type TurnEventType =
   | 'approval_decided'
   | 'authorization_required'
   | 'authorization_completed'
+  | 'input_required'
+  | 'input_provided'
   | 'cancelled'
   | 'done'
   | 'error';

@@ -5,7 +5,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { SessionView, SubmitMessageInput, SubmitMessageResult } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, ChatMessage, TurnState } from '../shared/turn';
+import type { ApprovalInput, ApprovalResult, ChatMessage, ProvideInput, TurnState } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 
@@ -44,6 +44,12 @@ export const approveToolCallUpdate = defineUpdate<ApprovalResult, [ApprovalInput
  * must not wait for a worker.
  */
 export const authorizationCompletedSignal = defineSignal<[{ server: string }]>('authorizationCompleted');
+
+/**
+ * The owner's answer to a server's question (elicitation). Its validator rejects with
+ * Failure.InputNotPending or InputForbidden.
+ */
+export const provideInputUpdate = defineUpdate<{ toolCallId: string; action: ProvideInput['action'] }, [ProvideInput]>('provideInput');
 
 /** Custom search attributes set on every turn for the owner, registered with SessionId. */
 export const USER_ID_SEARCH_ATTRIBUTE = 'UserId';

@@ -21,9 +21,10 @@ import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome, ToolRef } from '../shared/tool-types';
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
-import type { ChatMessage, LlmRequest, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
+import type { ChatMessage, ElicitationAnswer, LlmRequest, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
 import { handleApprovals } from './approvals';
 import { authorizationNeeded, handleAuthorizations } from './authorizations';
+import { handleInputs, inputAsked } from './inputs';
 import { beginTurnSignal, type MetricsSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
 function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
@@ -82,6 +83,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   setHandler(turnStateQuery, (afterEventId?: number) => record.view(afterEventId));
   const approvals = handleApprovals(record, user, policy, recordAudit);
   const authorizations = handleAuthorizations(record);
+  const inputs = handleInputs(record, user, policy, recordAudit);
 
   const { metrics } = proxySinks<MetricsSinks>();
   // The SDK logger (pino in the worker) adds the workflow id, which is the turn id; not logged on replay.
@@ -255,16 +257,28 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
       toolCallId: p.call.id,
     };
-    for (let round = 1; ; round++) {
+    /** The user's answers to the server's questions, handed back when the call is issued again. */
+    const answers: ElicitationAnswer[] = [];
+    let consents = 0;
+    for (;;) {
       const seen = authorizations.seen(p.tool.server);
       try {
-        return await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [request]);
+        return await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
+          answers.length > 0 ? { ...request, elicitations: [...answers] } : request,
+        ]);
       } catch (err) {
         if (isCancellation(err)) throw err;
+        // The server asked the user something: ask them (durably), then issue the call again with the
+        // answers so far; the idempotency key stays the same, so a server that dedupes is safe.
+        const asked = failureTypeOf(err) === Failure.McpInputRequired ? inputAsked(err) : undefined;
+        if (asked && answers.length < MAX_QUESTIONS_PER_CALL && patched('elicitation-reissue')) {
+          answers.push(await inputs.ask(p, step, asked));
+          continue;
+        }
         // The server needs the user's consent first: wait for it (durably), then try again. Turns
         // recorded before this change replay as before (they never met this failure).
         const needed = failureTypeOf(err) === Failure.McpAuthorizationRequired ? authorizationNeeded(err) : undefined;
-        if (needed && round <= MAX_AUTHORIZATION_ROUNDS && patched('authorization-wait')) {
+        if (needed && consents++ < MAX_AUTHORIZATION_ROUNDS && patched('authorization-wait')) {
           if (await authorizations.wait(p, step, needed, seen)) continue;
           return { isError: true, text: `The user did not authorize this host with ${needed.server} in time; the call was not made.` };
         }
@@ -277,6 +291,9 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
 
 /** Consents one call may wait for: a server that keeps asking after the user agreed is not waited for forever. */
 const MAX_AUTHORIZATION_ROUNDS = 2;
+
+/** Questions one tool call may ask the user before its next question fails the call. */
+const MAX_QUESTIONS_PER_CALL = 5;
 
 function llmError(err: unknown): TurnError {
   if (failureTypeOf(err) === Failure.LlmRequestRejected) {

@@ -8,7 +8,7 @@ import { createActivities } from '../../src/activities';
 import type { LlmClient } from '../../src/llm/client';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
-import { createArgumentValidator } from '../../src/mcp/validate-args';
+import { createArgumentValidator } from '../../src/validation/json-schema';
 import { sealToken, unsealToken } from '../../src/security/seal';
 
 /**

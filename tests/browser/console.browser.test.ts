@@ -160,6 +160,28 @@ test('a message queued behind a turn that waits for approval says why, and appro
   await expect(queued.locator('.answer').textContent()).resolves.toContain('Hello! I am the demo model');
 });
 
+test("a server's question during a tool call is a form in the turn; the answer runs the call again", async () => {
+  await page.click('#tab-chat');
+  await page.fill('#message', 'ask me for my details');
+  await page.click('#send');
+  const question = lastTurn().locator('form[data-question]');
+  await question.waitFor({ timeout: 30_000 });
+  await expect(question.textContent()).resolves.toContain('everything asks: Please provide inputs for the following fields:');
+  await question.locator('input[name="name"]').fill('Grace Hopper');
+  await question.locator('input[name="integer"]').fill('500');
+  await question.locator('button:has-text("Send")').click();
+  // Out of the schema's range: refused by the API, the form stays.
+  await question.locator('.error').waitFor();
+  await expect(question.locator('.error').textContent()).resolves.toContain('/integer');
+  await shot('question');
+  await question.locator('input[name="integer"]').fill('9');
+  const id = (await lastTurn().getAttribute('data-turn')) ?? '?';
+  await question.locator('button:has-text("Send")').click();
+  await page.locator(`.turn[data-turn="${id}"][data-status="completed"]`).waitFor();
+  await expect(lastTurn().locator('.answer').textContent()).resolves.toContain('- Name: Grace Hopper');
+  await expect(lastTurn().locator('[data-question]').textContent()).resolves.toContain('accept');
+});
+
 test('the API docs page renders the OpenAPI document', async () => {
   const docs = await browser.newPage();
   await docs.goto(`${sys.apiUrl}/docs`);

@@ -2,7 +2,7 @@
  * What each school server offers (tools with their annotations, resources, prompts), read over the
  * protocol from the real processes: the table the README documents.
  */
-import { createArgumentValidator } from '../../src/mcp/validate-args';
+import { createArgumentValidator } from '../../src/validation/json-schema';
 import { buildSchoolServers, connectStdio, readJsonResource, SERVER_NAMES, tempDir, type Connected, type SchoolServerName } from './helpers';
 
 jest.setTimeout(60_000);

@@ -259,7 +259,22 @@ async function captureOAuth(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth]`: the groups to capture (default all). */
+/** A turn whose tool call asked the user a question (server-everything's elicitation tool), answered through the API. */
+async function captureElicitation(): Promise<void> {
+  const sys = await startSystem();
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'ask me for my details');
+    const seen = await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 60_000 });
+    const id = String(seen.find((e) => e.event === 'input_required')?.data.toolCallId);
+    await postJson(`${sys.apiUrl}/v1/turns/${body.turnId}/inputs/${id}`, { action: 'accept', content: { name: 'Replay Tester' } });
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-elicitation-answered', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -271,6 +286,7 @@ async function all(): Promise<void> {
   if (want('direct')) await captureDirect();
   if (want('refs')) await captureRefs();
   if (want('oauth')) await captureOAuth();
+  if (want('elicitation')) await captureElicitation();
 }
 
 all().catch((err: unknown) => {

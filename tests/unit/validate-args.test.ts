@@ -1,4 +1,4 @@
-import { createArgumentValidator } from '../../src/mcp/validate-args';
+import { createArgumentValidator } from '../../src/validation/json-schema';
 
 const noteSchema = {
   type: 'object',

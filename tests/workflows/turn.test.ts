@@ -3,7 +3,7 @@ import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/clie
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Failure, failureTypeOf } from '../../src/shared/failures';
 import type { TurnInput, TurnState } from '../../src/shared/turn';
-import { approveToolCallUpdate, authorizationCompletedSignal, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
+import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import type { turnWorkflow } from '../../src/workflows/turn';
 import {
   callTools,
@@ -323,6 +323,40 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     const failure = await handle.result().catch((err: unknown) => err);
     expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
     expect(fakes.calls(id, 'callTool')).toHaveLength(1);
+  });
+
+  test("elicitation: the server's question waits for the owner's answer (a stranger is refused), and the call runs again with it", async () => {
+    const id = newTurnId('elicitation');
+    const asked = { message: 'Which account?', requestedSchema: { type: 'object', properties: { account: { type: 'string' } }, required: ['account'] } };
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['n1', 'notes__add', { text: 'hi' }]) : say('Done.')),
+      callTool: async (input) => {
+        if (!input.elicitations?.length) {
+          throw ApplicationFailure.create({ type: Failure.McpInputRequired, nonRetryable: true, message: 'asks', details: [asked] });
+        }
+        return { isError: false, text: `added to ${String(input.elicitations[0]?.content?.['account'])}` };
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    const waiting = await eventually(
+      async (): Promise<TurnState> => await handle.query(turnStateQuery),
+      (s) => s.events.some((e) => e.type === 'input_required'),
+    );
+    expect(eventOf(waiting, 'input_required').data).toMatchObject({ toolCallId: 'n1', server: 'notes', ...asked });
+    const stranger = await handle
+      .executeUpdate(provideInputUpdate, { args: [{ toolCallId: 'n1', action: 'accept', content: { account: 'theirs' }, by: { id: STRANGER.id, tenant: STRANGER.tenant } }] })
+      .catch((err: unknown) => err);
+    expect(failureTypeOf((stranger as WorkflowUpdateFailedError).cause)).toBe(Failure.InputForbidden);
+    await handle.executeUpdate(provideInputUpdate, { args: [{ toolCallId: 'n1', action: 'accept', content: { account: 'savings' }, by: { id: OWNER.id, tenant: OWNER.tenant } }] });
+    const state = await handle.result();
+    expect(state.toolCalls).toMatchObject([{ id: 'n1', state: 'completed', result: 'added to savings' }]);
+    const calls = fakes.calls(id, 'callTool');
+    expect(calls[1]?.elicitations).toEqual([{ message: 'Which account?', action: 'accept', content: { account: 'savings' } }]);
+    expect(calls[1]?.idempotencyKey).toBe(calls[0]?.idempotencyKey);
+    expect(fakes.calls(id, 'recordAudit').map((a) => [a.kind, a.outcome])).toEqual([
+      ['elicitation_requested', undefined],
+      ['elicitation_answered', 'ok'],
+    ]);
   });
 
   test('step limit: a model that always wants another tool gets no tools after maxSteps and the turn ends with the limit message', async () => {

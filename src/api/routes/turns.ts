@@ -1,7 +1,7 @@
 /** A turn: its state, cancel, and the decisions on its tool calls that wait for a human. */
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../caller';
-import { ApprovalBody, ApprovalParams, parseRequest, TurnParams } from '../contract';
+import { ApprovalBody, ApprovalParams, InputBody, parseRequest, TurnParams } from '../contract';
 import { routeSchemas } from '../openapi';
 import type { TurnService } from '../turn-service';
 
@@ -21,5 +21,12 @@ export const turnRoutes: FastifyPluginAsync<{ service: TurnService }> = async (a
     const { turnId, toolCallId } = parseRequest(ApprovalParams, request.params, 'path');
     const body = parseRequest(ApprovalBody, request.body, 'body');
     return await service.decideApproval(callerOf(request), turnId, toolCallId, body.approve);
+  });
+
+  // The turn's owner answers a server's question (an `input_required` event); the call then runs again.
+  app.post('/v1/turns/:turnId/inputs/:toolCallId', { schema: routeSchemas.provideInput }, async (request) => {
+    const { turnId, toolCallId } = parseRequest(ApprovalParams, request.params, 'path');
+    const body = parseRequest(InputBody, request.body, 'body');
+    return await service.provideInput(callerOf(request), turnId, toolCallId, body);
   });
 };

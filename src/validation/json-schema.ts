@@ -1,7 +1,8 @@
 /**
- * Checks LLM-produced tool arguments against the tool's JSON Schema before the call goes out, so an
- * obviously wrong call costs one LLM round trip instead of a server round trip (and never reaches a
- * server with side effects). The server stays the authority: when we cannot check, we let it through.
+ * Checks values against JSON Schemas that servers send: LLM-produced tool arguments before the call
+ * goes out (so an obviously wrong call costs one LLM round trip instead of a server round trip, and
+ * never reaches a server with side effects), and a user's answer to a server's question (elicitation)
+ * before it goes back. The server stays the authority: when we cannot check, we let it through.
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import Ajv2019 from 'ajv/dist/2019';
@@ -10,7 +11,8 @@ import Ajv2020 from 'ajv/dist/2020';
 export type ValidationResult = { ok: true } | { ok: false; message: string };
 
 export interface ArgumentValidator {
-  validate(schema: unknown, args: unknown): ValidationResult;
+  /** `subject` names the value in messages (default `arguments`). */
+  validate(schema: unknown, args: unknown, subject?: string): ValidationResult;
 }
 
 interface WarnLogger {
@@ -38,9 +40,9 @@ function quote(value: unknown): string {
   return s === undefined ? String(value) : s;
 }
 
-function describeError(e: ErrorObject): string {
+function describeError(e: ErrorObject, what: string): string {
   const at = e.instancePath === '' ? '' : `${e.instancePath}: `;
-  const subject = e.instancePath === '' ? 'arguments' : e.instancePath;
+  const subject = e.instancePath === '' ? what : e.instancePath;
   const params = e.params as Record<string, unknown>;
   switch (e.keyword) {
     case 'required':
@@ -61,11 +63,11 @@ function describeError(e: ErrorObject): string {
   }
 }
 
-function summarize(errors: readonly ErrorObject[]): string {
-  const parts = [...new Set(errors.map(describeError))];
+function summarize(errors: readonly ErrorObject[], what: string): string {
+  const parts = [...new Set(errors.map((e) => describeError(e, what)))];
   const shown = parts.slice(0, MAX_REPORTED_ERRORS).join('; ');
   const more = parts.length > MAX_REPORTED_ERRORS ? `; and ${parts.length - MAX_REPORTED_ERRORS} more` : '';
-  return `arguments invalid: ${shown}${more}`;
+  return `${what} invalid: ${shown}${more}`;
 }
 
 export function createArgumentValidator(opts: { logger?: WarnLogger } = {}): ArgumentValidator {
@@ -124,11 +126,11 @@ export function createArgumentValidator(opts: { logger?: WarnLogger } = {}): Arg
   };
 
   return {
-    validate(schema: unknown, args: unknown): ValidationResult {
+    validate(schema: unknown, args: unknown, subject = 'arguments'): ValidationResult {
       const fn = compile(schema);
       if (!fn) return { ok: true };
       if (fn(args)) return { ok: true };
-      return { ok: false, message: summarize(fn.errors ?? []) };
+      return { ok: false, message: summarize(fn.errors ?? [], subject) };
     },
   };
 }

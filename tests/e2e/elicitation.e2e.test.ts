@@ -1,0 +1,90 @@
+/**
+ * Elicitation as durable human input, through whole turns: `server-everything`'s
+ * `trigger-elicitation-request` asks the user a form during a tool call. The turn shows the question
+ * (`input_required`), the worker is SIGKILLed while it waits, a wrong answer is refused against the
+ * schema, the owner's answer makes the call run again with it (defaults filled in by the SDK), and the
+ * question and answer are audited. A policy that does not let the server ask gets `decline` at once.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadPolicyFile } from '../../src/config/policy';
+import { getJson, postJson, postMessage, readSse } from '../helpers/http';
+import { ROOT, startSystem, type TestSystem } from '../helpers/system';
+
+let sys: TestSystem;
+
+/** The example rules ask with "ask me for my details" (script `ask-me`). */
+async function system(policyPatch: Record<string, unknown> = {}): Promise<TestSystem> {
+  const policy = { ...loadPolicyFile(path.join(ROOT, 'examples/policy.json')), ...policyPatch };
+  return await startSystem({ policy });
+}
+
+beforeAll(async () => {
+  sys = await system();
+}, 120_000);
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+test("a server's question pauses the turn across a worker SIGKILL; a wrong answer is refused; the owner's answer runs the call again", async () => {
+  const post = await postMessage(sys.apiUrl, 'elicit', 'ask me for my details');
+  expect(post.status).toBe(202);
+  const events = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
+  const seen = await readSse(events, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 60_000 });
+  const asked = seen.find((e) => e.event === 'input_required')?.data;
+  expect(asked).toMatchObject({ server: 'everything', name: 'everything__trigger-elicitation-request', message: 'Please provide inputs for the following fields:' });
+  expect((asked?.requestedSchema as { required: string[] }).required).toEqual(['name']);
+  const answerUrl = `${sys.apiUrl}/v1/turns/${post.body.turnId}/inputs/${String(asked?.toolCallId)}`;
+
+  await sys.worker.kill();
+  sys.worker = await sys.startWorker();
+
+  const wrong = await postJson(answerUrl, { action: 'accept', content: { name: 'Ada Lovelace', integer: 500 } });
+  expect(wrong.status).toBe(400);
+  expect(wrong.body.error).toMatchObject({ code: 'invalid_input' });
+  expect(wrong.body.error.message).toContain('/integer');
+  const missing = await postJson(answerUrl, { action: 'accept', content: {} });
+  expect(missing.body.error.message).toContain('missing required property "name"');
+
+  const ok = await postJson(answerUrl, { action: 'accept', content: { name: 'Ada Lovelace', integer: 7 } });
+  expect(ok.status).toBe(200);
+  expect(ok.body).toEqual({ turnId: post.body.turnId, toolCallId: asked?.toolCallId, action: 'accept' });
+  expect((await postJson(answerUrl, { action: 'decline' })).status).toBe(404);
+
+  const all = await readSse(events, { timeoutMs: 90_000 });
+  expect(all.at(-1)?.event).toBe('done');
+  expect(all.find((e) => e.event === 'input_provided')?.data).toMatchObject({ action: 'accept' });
+  const text = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text as string;
+  expect(text).toContain('- Name: Ada Lovelace');
+  expect(text).toContain('- Favorite Integer: 7');
+  // The SDK filled in what the answer left out, from the schema's defaults.
+  expect(text).toContain('It was a dark and stormy night.');
+
+  const audit = readFileSync(sys.auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; outcome?: string; toolCallId?: string });
+  const mine = audit.filter((a) => a.toolCallId === asked?.toolCallId);
+  expect(mine.map((a) => a.kind)).toEqual(expect.arrayContaining(['elicitation_requested', 'elicitation_answered']));
+  expect(mine.find((a) => a.kind === 'elicitation_answered')?.outcome).toBe('ok');
+});
+
+test('a decline goes back to the server as a decline', async () => {
+  const post = await postMessage(sys.apiUrl, 'elicit-decline', 'ask me for my details');
+  const events = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
+  const seen = await readSse(events, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 60_000 });
+  const id = String(seen.find((e) => e.event === 'input_required')?.data.toolCallId);
+  expect((await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/inputs/${id}`, { action: 'decline' })).status).toBe(200);
+  expect((await readSse(events, { timeoutMs: 60_000 })).at(-1)?.event).toBe('done');
+  expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toContain('User declined to provide the requested information');
+});
+
+test('a server the policy does not let ask gets a decline without the user being asked', async () => {
+  const strict = await system({ elicitation: { servers: ['notes'] } });
+  try {
+    const post = await postMessage(strict.apiUrl, 'elicit', 'ask me for my details');
+    const all = await readSse(`${strict.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 60_000 });
+    expect(all.some((e) => e.event === 'input_required')).toBe(false);
+    expect((await getJson(`${strict.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toContain('User declined');
+  } finally {
+    await strict.stop();
+  }
+});
