@@ -16,6 +16,7 @@ import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
 import { SealedFileOAuthStore } from './mcp/oauth';
 import { elicitFromCaller } from './mcp/elicitation';
+import { sampleForCaller } from './mcp/sampling';
 import { McpServerHub } from './mcp/pool';
 import { configSecrets } from './security/secrets';
 import { createWorkerMetrics, serveMetrics } from './metrics';
@@ -73,6 +74,8 @@ async function main(): Promise<void> {
     ...(oauth ? { oauth } : {}),
     // A server's questions during a tool call go to the turn's user (src/mcp/elicitation.ts).
     elicit: elicitFromCaller,
+    // And its requests for the host's model, within the turn's sampling allowance (src/mcp/sampling.ts).
+    sample: sampleForCaller,
   });
   const hub = new ResilientHub(
     servers,

@@ -10,6 +10,7 @@ import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oauth';
 import { ElicitationSession } from '../mcp/elicitation';
+import { SamplingSession } from '../mcp/sampling';
 import { withCaller } from '../mcp/user-token';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
@@ -18,7 +19,7 @@ import { sessionOfTurn } from '../shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, CatalogRefs, ToolOutcome } from '../shared/tool-types';
 import { toLlmTools } from '../core/host-loop';
-import type { ChatMessage, ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
+import type { ChatMessage, ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmResponse, LlmToolSpec, SamplingAllowance } from '../shared/turn';
 import type { Logger } from '../logger';
 import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
@@ -62,6 +63,8 @@ export interface ToolCallInput {
   sealedToken?: string;
   /** The user's answers to the server's questions so far (elicitation), handed back in order on this call. */
   elicitations?: ElicitationAnswer[];
+  /** What the server may ask of the host's model during the call (sampling); absent: nothing. */
+  sampling?: SamplingAllowance;
 }
 
 export interface SummarizeInput {
@@ -295,6 +298,16 @@ export function createActivities(deps: ActivityDeps) {
       };
       // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
       const elicitation = new ElicitationSession(input.elicitations);
+      // The server's requests for the host's model: within the allowance, each one audited.
+      const sampling = new SamplingSession(deps.llm, input.sampling, input.turnId, async (result) => {
+        if (!auditBase) return;
+        await deps.audit?.append({
+          ...auditBase,
+          kind: 'sampling',
+          outcome: 'refused' in result ? 'denied' : 'ok',
+          detail: 'refused' in result ? result.refused : `${result.tokens} tokens`,
+        });
+      });
       const inputRequired = (asked: InputAsked) =>
         ApplicationFailure.create({ type: Failure.McpInputRequired, message: `${input.server} asks the user: ${asked.message}`, nonRetryable: true, details: [asked] });
       return await withHeartbeats(async (beat) => {
@@ -305,6 +318,7 @@ export function createActivities(deps: ActivityDeps) {
             ...(input.user ? { principal: `${input.user.tenant}:${input.user.id}` } : {}),
             turnId: input.turnId,
             elicitation,
+            sampling,
           };
           const outcome = await withCaller(caller, () => deps.hub.callTool({
             server: input.server,
@@ -324,7 +338,7 @@ export function createActivities(deps: ActivityDeps) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: outcome.isError ? 'error' : 'ok', detail: outcome.text.slice(0, 200) });
           }
           observe(outcome.isError ? 'tool_error' : 'ok');
-          return outcome;
+          return sampling.used > 0 ? { ...outcome, samplingTokens: sampling.used } : outcome;
         } catch (err) {
           if (auditBase) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: 'error', detail: scrub(errorMessage(err)).slice(0, 200) }).catch(() => undefined);

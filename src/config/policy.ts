@@ -95,6 +95,16 @@ export const PolicySchema = z.strictObject(
         { error: 'must be an object { "tools", "timeoutMs", "approverRoles" }' },
       )
       .optional(),
+    sampling: z
+      .strictObject(
+        {
+          servers: z.array(z.string().min(1).max(64), { error: 'must be an array of server names or "*"' }).max(256),
+          maxTokensPerRequest: z.number({ error: 'must be a number of tokens' }).int('must be an integer').min(1).max(1_000_000).default(1_000),
+          maxTokensPerTurn: z.number({ error: 'must be a number of tokens' }).int('must be an integer').min(1).max(100_000_000).default(10_000),
+        },
+        { error: 'must be an object { "servers", "maxTokensPerRequest", "maxTokensPerTurn" }' },
+      )
+      .optional(),
     elicitation: z
       .strictObject(
         { servers: z.array(z.string().min(1).max(64), { error: 'must be an array of server names or "*"' }).max(256) },
@@ -102,7 +112,7 @@ export const PolicySchema = z.strictObject(
       )
       .optional(),
   },
-  { error: 'a policy must be a JSON object { "roles", "toolScopes", "superScope", "approval", "elicitation" }' },
+  { error: 'a policy must be a JSON object { "roles", "toolScopes", "superScope", "approval", "elicitation", "sampling" }' },
 );
 export class PolicyError extends Error {
   override name = 'PolicyError';

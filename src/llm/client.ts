@@ -43,6 +43,7 @@ export function createLlmClient(settings: LlmSettings): LlmClient {
           messages: req.messages.map(toOpenAiMessage),
           ...(req.tools.length > 0 ? { tools: req.tools.map(toOpenAiTool) } : {}),
           ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
+          ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
           stream: true,
           stream_options: { include_usage: true },
         },

@@ -13,11 +13,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
+  CreateMessageRequestSchema,
   ElicitRequestSchema,
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
   type ClientCapabilities,
+  type CreateMessageRequest,
+  type CreateMessageResult,
   type ElicitRequest,
   type ElicitResult,
   type Tool,
@@ -60,6 +63,8 @@ export interface McpServerHubOptions {
    * answer leaves out). Without it the host declares no elicitation capability.
    */
   elicit?: ElicitationHandler;
+  /** Answers a server's `sampling/createMessage` with the host's model. Without it the host declares no sampling. */
+  sample?: SamplingHandler;
 }
 
 export interface ElicitationRequest {
@@ -76,6 +81,16 @@ export interface ElicitationRequest {
 }
 
 export type ElicitationHandler = (request: ElicitationRequest) => Promise<ElicitResult>;
+
+export interface SamplingRequest {
+  server: string;
+  params: CreateMessageRequest['params'];
+  signal: AbortSignal;
+  /** The tool call the request belongs to, found as for elicitation. */
+  caller?: CallerContext;
+}
+
+export type SamplingHandler = (request: SamplingRequest) => Promise<CreateMessageResult>;
 
 /** Whose connection a request without a caller (a listing at worker start) uses on a per-user server. */
 export const HOST_PRINCIPAL = 'host';
@@ -169,6 +184,7 @@ export class McpServerHub implements McpHub, McpContextSource {
   private readonly clientInfo: { name: string; version: string };
   private readonly oauth: OAuthSupport | undefined;
   private readonly elicit: ElicitationHandler | undefined;
+  private readonly sample: SamplingHandler | undefined;
   private readonly capabilities: ClientCapabilities;
   private nextConnectionId = 1;
   private closed = false;
@@ -179,7 +195,11 @@ export class McpServerHub implements McpHub, McpContextSource {
     this.clientInfo = opts.clientInfo ?? { name: 'durable-mcp-host', version: '0.0.0' };
     this.oauth = opts.oauth;
     this.elicit = opts.elicit;
-    this.capabilities = opts.elicit ? { elicitation: { form: { applyDefaults: true } } } : {};
+    this.sample = opts.sample;
+    this.capabilities = {
+      ...(opts.elicit ? { elicitation: { form: { applyDefaults: true } } } : {}),
+      ...(opts.sample ? { sampling: {} } : {}),
+    };
     for (const cfg of Object.values(config.mcpServers)) {
       this.slots.set(cfg.name, { cfg, secrets: serverSecrets(cfg), stderrTail: [] });
     }
@@ -459,10 +479,20 @@ export class McpServerHub implements McpHub, McpContextSource {
     client.onclose = () => this.onConnectionClosed(slot, conn);
     client.onerror = (error: Error) =>
       this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'MCP protocol notice');
+    // A server's request during a tool call belongs to that call: the request's async context where
+    // the transport keeps it (Streamable HTTP), else the connection's only call in flight.
+    const callerOf = (): CallerContext | undefined => callerContext.getStore() ?? (conn.calls.size === 1 ? [...conn.calls][0] : undefined);
+    const sample = this.sample;
+    if (sample) {
+      client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => {
+        const caller = callerOf();
+        return sample({ server: cfg.name, params: request.params, signal: extra.signal, ...(caller ? { caller } : {}) });
+      });
+    }
     const elicit = this.elicit;
     if (elicit) {
       client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
-        const caller = callerContext.getStore() ?? (conn.calls.size === 1 ? [...conn.calls][0] : undefined);
+        const caller = callerOf();
         return elicit({
           server: cfg.name,
           ...(slot.principal ? { principal: slot.principal } : {}),

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ElicitationSession } from './elicitation';
+import type { SamplingSession } from './sampling';
 
 /**
  * Who the MCP request being made right now is for. Connections are pooled and shared by all users,
@@ -15,6 +16,8 @@ export interface CallerContext {
   turnId?: string;
   /** The tool call's answers to server questions, and where a new question is noted (src/mcp/elicitation.ts). */
   elicitation?: ElicitationSession;
+  /** What the tool call's server may ask of the host's model (src/mcp/sampling.ts). */
+  sampling?: SamplingSession;
 }
 
 export const callerContext = new AsyncLocalStorage<CallerContext>();

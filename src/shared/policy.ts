@@ -27,4 +27,9 @@ export interface Policy {
    * every server may. A server not listed gets `decline` without the user being asked.
    */
   elicitation?: { servers: string[] };
+  /**
+   * Which servers may ask the host's model for completions during a tool call (sampling), and how much:
+   * the longest completion per request and the tokens per turn. Absent: no server may.
+   */
+  sampling?: { servers: string[]; maxTokensPerRequest: number; maxTokensPerTurn: number };
 }

@@ -70,6 +70,8 @@ export interface Catalog {
  */
 export interface ToolOutcome {
   isError: boolean;
+  /** Tokens the server's sampling requests used during the call (counted against the turn's budget). */
+  samplingTokens?: number;
   /** Text rendering of the result content, ready to hand to the LLM as a tool message. */
   text: string;
   structuredContent?: Record<string, unknown>;

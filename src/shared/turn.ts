@@ -41,6 +41,8 @@ export interface LlmRequest {
    * not copied into every step's input. Takes precedence over `tools`.
    */
   toolNames?: string[];
+  /** The longest completion wanted (sampling requests of servers); absent: the endpoint's default. */
+  maxTokens?: number;
 }
 
 export interface LlmResponse {
@@ -91,6 +93,15 @@ export interface ElicitationAnswer {
   message: string;
   action: 'accept' | 'decline' | 'cancel';
   content?: Record<string, string | number | boolean | string[]>;
+}
+
+/**
+ * What one tool call's server may ask of the host's model (sampling), from the policy's `sampling`:
+ * the longest completion per request and the tokens left in the turn's budget.
+ */
+export interface SamplingAllowance {
+  maxTokens: number;
+  budgetTokens: number;
 }
 
 /** The owner's answer, through the turn's update; the API has validated `content` against the schema. */

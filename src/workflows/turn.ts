@@ -84,6 +84,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   const approvals = handleApprovals(record, user, policy, recordAudit);
   const authorizations = handleAuthorizations(record);
   const inputs = handleInputs(record, user, policy, recordAudit);
+  /** Tokens left for servers' sampling requests in this turn (policy.sampling); absent: none allowed. */
+  let samplingLeft = policy?.sampling?.maxTokensPerTurn;
 
   const { metrics } = proxySinks<MetricsSinks>();
   // The SDK logger (pino in the worker) adds the workflow id, which is the turn id; not logged on replay.
@@ -231,6 +233,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     return outcome;
   }
 
+  /** What this server may ask of the model during a call, when the policy lets it sample at all. */
+  function samplingAllowance(server: string): { sampling: { maxTokens: number; budgetTokens: number } } | undefined {
+    const rule = policy?.sampling;
+    if (!rule || samplingLeft === undefined || !(rule.servers.includes('*') || rule.servers.includes(server))) return undefined;
+    return { sampling: { maxTokens: rule.maxTokensPerRequest, budgetTokens: Math.max(0, samplingLeft) } };
+  }
+
   /** A rejection, a denial, a refused approval or the tool's own result: what the model hears back. */
   async function toolOutcome(p: PlannedCall, step: number): Promise<ToolOutcome> {
     if (p.kind === 'reject') return { isError: true, text: p.reason };
@@ -256,6 +265,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       ...(user ? { user } : {}),
       ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
       toolCallId: p.call.id,
+      ...(samplingAllowance(p.tool.server) ?? {}),
     };
     /** The user's answers to the server's questions, handed back when the call is issued again. */
     const answers: ElicitationAnswer[] = [];
@@ -263,9 +273,11 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     for (;;) {
       const seen = authorizations.seen(p.tool.server);
       try {
-        return await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
+        const outcome = await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
           answers.length > 0 ? { ...request, elicitations: [...answers] } : request,
         ]);
+        if (samplingLeft !== undefined && outcome.samplingTokens) samplingLeft -= outcome.samplingTokens;
+        return outcome;
       } catch (err) {
         if (isCancellation(err)) throw err;
         // The server asked the user something: ask them (durably), then issue the call again with the

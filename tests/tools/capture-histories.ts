@@ -274,7 +274,19 @@ async function captureElicitation(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation]`: the groups to capture (default all). */
+/** A turn whose tool call's server sampled the host's model (server-everything's sampling tool; policy.sampling). */
+async function captureSampling(): Promise<void> {
+  const sys = await startSystem();
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'sample a haiku about replays');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-sampling', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation] [sampling]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -287,6 +299,7 @@ async function all(): Promise<void> {
   if (want('refs')) await captureRefs();
   if (want('oauth')) await captureOAuth();
   if (want('elicitation')) await captureElicitation();
+  if (want('sampling')) await captureSampling();
 }
 
 all().catch((err: unknown) => {

@@ -1,0 +1,47 @@
+/**
+ * Sampling through whole turns: `server-everything`'s `trigger-sampling-request` asks the host's
+ * model for a completion during a tool call. The policy lets `everything` sample (examples/policy.json);
+ * the request reaches the demo model through the worker's LLM client, comes back to the server, and is
+ * audited. A policy without `sampling` refuses the request, and the model hears why.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadPolicyFile } from '../../src/config/policy';
+import { getJson, postMessage, readSse } from '../helpers/http';
+import { ROOT, startSystem, type TestSystem } from '../helpers/system';
+
+let sys: TestSystem;
+
+beforeAll(async () => {
+  sys = await startSystem();
+}, 120_000);
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+test("a server's sampling request is answered by the host's model within the policy, and audited", async () => {
+  const post = await postMessage(sys.apiUrl, 'sampling', 'sample a haiku about autumn leaves');
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  const turn = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body;
+  expect(turn.text).toContain('Quiet autumn leaves / a durable turn waits on / the host answers it');
+  expect(turn.text).toContain('"model": "demo-model"');
+  const audit = readFileSync(sys.auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; outcome?: string; workflowId?: string });
+  expect(audit.filter((a) => a.kind === 'sampling' && a.workflowId === post.body.turnId).map((a) => a.outcome)).toEqual(['ok']);
+});
+
+test('without a sampling rule in the policy, the request is refused and the model hears why', async () => {
+  const { sampling: _dropped, ...policy } = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+  const strict = await startSystem({ policy });
+  try {
+    const post = await postMessage(strict.apiUrl, 'sampling', 'sample a haiku about winter');
+    const events = await readSse(`${strict.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 60_000 });
+    expect(events.at(-1)?.event).toBe('done');
+    const finished = events.find((e) => e.event === 'tool_call_finished')?.data;
+    expect(finished?.isError).toBe(true);
+    expect(String(finished?.result)).toContain('does not let this server use its model');
+  } finally {
+    await strict.stop();
+  }
+});
