@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { describeIssues, formatPath } from '../shared/issues';
 
@@ -33,7 +34,14 @@ type McpServerConfigBase = {
   description?: string;
   disabled: boolean;
   timeouts: McpTimeouts;
+  /**
+   * The directories the server may work in, as `file://` URIs, answered to its `roots/list` (and
+   * announced with `roots/list_changed` when a reload changes them). Absent: none, never the whole disk.
+   */
+  roots?: McpRoot[];
 };
+
+export type McpRoot = { uri: string; name: string };
 
 export type StdioServerConfig = McpServerConfigBase & {
   kind: 'stdio';
@@ -101,6 +109,8 @@ const commonFields = {
   timeouts: TimeoutsSchema.optional(),
   disabled: z.boolean().optional(),
   description: z.string().optional(),
+  /** Directories (relative to the config file) or `file://` URIs the server may use. */
+  roots: z.array(z.string().min(1)).max(64).optional(),
 };
 
 const StdioEntrySchema = z.object({
@@ -336,10 +346,14 @@ export function parseMcpConfig(
     const resolveRefs = !disabled;
     const str = (value: string, field: PathPart[]): string =>
       resolveRefs ? resolveEnvRefs(value, refs, [...at, ...field]) : value;
+    const roots = (data.roots ?? [])
+      .map((root, i) => resolveRoot(str(root, ['roots', i]), baseDir, (what) => problems.add([...at, 'roots', i], what)))
+      .filter((r): r is McpRoot => r !== undefined);
     const base = {
       name,
       disabled,
       timeouts: resolveTimeouts(data.timeouts),
+      ...(roots.length > 0 ? { roots } : {}),
       ...(data.description !== undefined ? { description: data.description } : {}),
     };
 
@@ -382,6 +396,24 @@ export function parseMcpConfig(
 
   if (problems.items.length > 0) fail();
   return { source, mcpServers: servers, warnings: warnings.items };
+}
+
+/** A root as a `file://` URI and a name (its last path segment): a path resolved against the config's directory, or a URI. */
+function resolveRoot(value: string, baseDir: string, problem: (what: string) => void): McpRoot | undefined {
+  if (value === '') return undefined;
+  let uri: URL;
+  try {
+    uri = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? new URL(value) : pathToFileURL(path.resolve(baseDir, value));
+  } catch {
+    problem('expected a directory path or a file:// URI');
+    return undefined;
+  }
+  if (uri.protocol !== 'file:') {
+    problem('expected a directory path or a file:// URI');
+    return undefined;
+  }
+  const name = path.basename(fileURLToPath(uri)) || uri.href;
+  return { uri: uri.href, name };
 }
 
 /** The auth block with its `${env:...}` references resolved (secrets belong in the environment). */

@@ -15,6 +15,7 @@ import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
@@ -140,7 +141,8 @@ interface Connection {
 }
 
 interface Slot {
-  readonly cfg: McpServerConfig;
+  /** Replaced in place only when a reload changes nothing but the roots (the connection stays). */
+  cfg: McpServerConfig;
   /** Values that must never appear in a message (src/security/secrets.ts). */
   readonly secrets: readonly string[];
   conn?: Connection;
@@ -166,6 +168,12 @@ export interface ReconfigureSummary {
   added: string[];
   removed: string[];
   changed: string[];
+}
+
+/** A server's settings apart from its roots (which change without a reconnect). */
+function withoutRoots(cfg: McpServerConfig): McpServerConfig {
+  const { roots: _roots, ...rest } = cfg;
+  return rest as McpServerConfig;
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
@@ -197,6 +205,8 @@ export class McpServerHub implements McpHub, McpContextSource {
     this.elicit = opts.elicit;
     this.sample = opts.sample;
     this.capabilities = {
+      // Every server may ask for its roots; one without `roots` in the config gets none.
+      roots: { listChanged: true },
       ...(opts.elicit ? { elicitation: { form: { applyDefaults: true } } } : {}),
       ...(opts.sample ? { sampling: {} } : {}),
     };
@@ -317,6 +327,12 @@ export class McpServerHub implements McpHub, McpContextSource {
     for (const [name, slot] of this.slots) {
       const cfg = next.get(name);
       if (cfg && isDeepStrictEqual(cfg, slot.cfg)) continue;
+      // Only the roots changed: keep the connections and tell the server (roots/list_changed).
+      if (cfg && isDeepStrictEqual(withoutRoots(cfg), withoutRoots(slot.cfg))) {
+        this.updateRoots(slot, cfg);
+        summary.changed.push(name);
+        continue;
+      }
       (cfg ? summary.changed : summary.removed).push(name);
       this.dropSlot(slot, cfg ? 'its settings changed in the MCP config' : 'it was removed from the MCP config');
       this.slots.delete(name);
@@ -327,6 +343,17 @@ export class McpServerHub implements McpHub, McpContextSource {
       this.slots.set(name, { cfg, secrets: serverSecrets(cfg), stderrTail: [] });
     }
     return summary;
+  }
+
+  private updateRoots(base: Slot, cfg: McpServerConfig): void {
+    for (const slot of [base, ...(base.perUser?.values() ?? [])]) {
+      slot.cfg = cfg;
+      const conn = slot.conn;
+      if (!conn?.alive) continue;
+      conn.client.sendRootsListChanged().catch((error: unknown) =>
+        this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'could not announce changed roots'),
+      );
+    }
   }
 
   /** The stdio child's pid while connected (diagnostics and tests). */
@@ -482,6 +509,8 @@ export class McpServerHub implements McpHub, McpContextSource {
     // A server's request during a tool call belongs to that call: the request's async context where
     // the transport keeps it (Streamable HTTP), else the connection's only call in flight.
     const callerOf = (): CallerContext | undefined => callerContext.getStore() ?? (conn.calls.size === 1 ? [...conn.calls][0] : undefined);
+    // Read at each request: a reload that changes only the roots updates the slot, not the connection.
+    client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [...(slot.cfg.roots ?? [])] }));
     const sample = this.sample;
     if (sample) {
       client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => {
