@@ -81,6 +81,8 @@ function followTurn(turnId, token, update) {
     update((t) => ({ ...t, live }));
   });
   on('text_reset', () => ((live = ''), update((t) => ({ ...t, live: '' }))));
+  // Live, no id: the latest progress a tool call's server reported.
+  on('tool_progress', (d) => update((t) => ({ ...t, tools: t.tools.map((c) => (c.id === d.toolCallId ? { ...c, progress: d } : c)) })));
   on('tool_call_started', (d) => update((t) => ({ ...t, tools: [...t.tools, { id: d.toolCallId, name: d.name, args: d.arguments, state: 'running' }] })));
   on('tool_call_finished', (d) =>
     update((t) => ({ ...t, tools: t.tools.map((c) => (c.id === d.toolCallId ? { ...c, state: d.isError ? 'failed' : 'completed', result: d.message ?? d.result } : c)) })),
@@ -110,6 +112,9 @@ function followTurn(turnId, token, update) {
 function ToolCard({ call }) {
   return html`<div class=${`tool ${call.state}`} data-tool=${call.name}>
     <strong>${call.name}</strong> <span class="muted">${call.state}</span>
+    ${call.state === 'running' && call.progress && html`<span class="progress" data-progress=${call.progress.progress}>
+      ${call.progress.total ? html`<progress max=${call.progress.total} value=${call.progress.progress}></progress> ${call.progress.progress}/${call.progress.total}` : call.progress.progress}
+      ${call.progress.message ? ` ${call.progress.message}` : ''}</span>`}
     <div><code>${JSON.stringify(call.args ?? {})}</code></div>
     ${call.result && html`<details><summary>result</summary><pre>${String(call.result)}</pre></details>`}
   </div>`;

@@ -330,7 +330,11 @@ export function createActivities(deps: ActivityDeps) {
               ...(input.user ? userMeta(input.user, input.turnId) : {}),
             },
             signal: AbortSignal.any([ctx.cancellationSignal, elicitation.signal]),
-            onProgress: (p) => beat(p),
+            onProgress: (p) => {
+              beat(p);
+              // Watching clients see it at once (`tool_progress`); the heartbeat keeps the activity alive.
+              if (input.toolCallId) deps.live?.progress(input.turnId, input.toolCallId, p);
+            },
           }));
           // The server went on after we answered `cancel`: its result is not the user's answer.
           if (elicitation.asked) throw inputRequired(elicitation.asked);

@@ -17,6 +17,16 @@ const failedTool = (e: TurnEvent): boolean => e.type === 'tool_call_finished' &&
 
 /** Live chunks carry no event id: Last-Event-ID keeps naming the last durable event. */
 function livePayload(c: LiveChunk) {
+  if (c.kind === 'progress') {
+    return {
+      kind: 'progress' as const,
+      turnId: c.turnId,
+      toolCallId: c.toolCallId ?? '',
+      progress: c.progress ?? 0,
+      ...(c.total !== undefined ? { total: c.total } : {}),
+      ...(c.text ? { message: c.text } : {}),
+    };
+  }
   if (c.kind === 'reset') return { kind: 'reset' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' };
   if (c.kind === 'notice') return { kind: 'notice' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, code: LLM_RETRY_NOTICE, message: c.text };
   return { kind: 'delta' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text };
@@ -31,7 +41,8 @@ export function sseFrame(turnId: string, item: Delivered): string {
   if (item.type === 'live') {
     const { kind, ...data } = livePayload(item.chunk);
     // A live notice has the durable notice's name and shape (code, message), but no id.
-    return `event: ${kind === 'notice' ? 'notice' : `text_${kind}`}\ndata: ${JSON.stringify(data)}\n\n`;
+    const name = kind === 'notice' ? 'notice' : kind === 'progress' ? 'tool_progress' : `text_${kind}`;
+    return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   }
   const e = item.event;
   const data: Record<string, unknown> = { ...e.data, turnId, at: e.at };
@@ -44,6 +55,10 @@ export function wsMessages(turnId: string, item: Delivered): ServerMessage[] {
   if (item.type === 'waiting') return [{ type: 'waiting', payload: item.waiting }];
   if (item.type === 'live') {
     const p = livePayload(item.chunk);
+    if (p.kind === 'progress') {
+      const { kind: _kind, ...payload } = p;
+      return [{ type: 'tool_progress', payload }];
+    }
     if (p.kind === 'notice') return [{ type: 'system', payload: { code: p.code, message: p.message, turnId: p.turnId } }];
     return p.kind === 'reset'
       ? [{ type: 'text_reset', payload: { turnId: p.turnId, step: p.step, attempt: p.attempt, reason: p.reason } }]

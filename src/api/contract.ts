@@ -339,6 +339,10 @@ export const WsServerFrame = z.discriminatedUnion('type', [
   frame('text_delta', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), offset: z.number().int(), content: z.string() })),
   frame('text_reset', z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), reason: z.string() })),
   frame('waiting', WaitingView),
+  frame(
+    'tool_progress',
+    z.object({ turnId: z.string(), toolCallId: z.string(), progress: z.number(), total: z.number().optional(), message: z.string().optional() }),
+  ),
   frame('pong', z.object({ at: z.string() })),
   frame('approval', z.object({ turnId: z.string(), toolCallId: z.string(), decision: z.enum(['approved', 'rejected']) })),
   frame('error', z.object({ code: z.string(), message: z.string(), turnId: z.string().optional() })),

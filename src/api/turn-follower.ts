@@ -85,7 +85,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   const onChunk = (c: LiveChunk): void => {
     if (stopped || c.kind === 'end') return;
     pending.push(c);
-    if (c.step > durableStep) {
+    if (c.kind !== 'progress' && c.step > durableStep) {
       if (early.step !== c.step) early = { step: c.step, polls: 0 };
       if (pollSoon || early.polls >= MAX_EARLY_POLLS) return;
       early.polls++;
@@ -113,9 +113,10 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   };
 
   function* release(): Generator<FeedItem> {
-    while (!stopped && pending.length > 0 && (pending[0] as LiveChunk).step <= durableStep) {
+    // Progress reports are about tool calls, not a step's text: they go out as they come.
+    while (!stopped && pending.length > 0 && ((pending[0] as LiveChunk).kind === 'progress' || (pending[0] as LiveChunk).step <= durableStep)) {
       const c = pending.shift() as LiveChunk;
-      if (c.kind === 'notice') {
+      if (c.kind === 'notice' || c.kind === 'progress') {
         yield { type: 'live', chunk: c };
         continue;
       }

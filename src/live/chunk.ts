@@ -25,15 +25,26 @@ export const LiveChunkSchema = z
     attempt: z.number().int().min(1).max(1_000_000),
     /**
      * `reset`: a new attempt starts, discard partial text; `end`: the step's text is complete;
-     * `notice`: this attempt failed and another follows (`text` says why and when; not part of the answer).
+     * `notice`: this attempt failed and another follows (`text` says why and when; not part of the answer);
+     * `progress`: a tool call's server reported progress (`toolCallId`, `progress`, `total`; `text` is its message).
      */
-    kind: z.enum(['delta', 'reset', 'end', 'notice']),
+    kind: z.enum(['delta', 'reset', 'end', 'notice', 'progress']),
     /** Where `text` starts within this attempt's text (for `end`: the total length sent). */
     offset: z.number().int().min(0),
     text: z.string().max(MAX_CHUNK_TEXT_CHARS),
+    toolCallId: z.string().min(1).max(MAX_TURN_ID_CHARS).optional(),
+    progress: z.number().finite().optional(),
+    total: z.number().finite().optional(),
   })
-  .refine((c) => c.kind === 'delta' || c.kind === 'notice' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] })
-  .refine((c) => c.kind !== 'notice' || c.text.length <= MAX_NOTICE_CHARS, { message: `a notice is at most ${MAX_NOTICE_CHARS} characters`, path: ['text'] });
+  .refine((c) => c.kind === 'delta' || c.kind === 'notice' || c.kind === 'progress' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] })
+  .refine((c) => (c.kind !== 'notice' && c.kind !== 'progress') || c.text.length <= MAX_NOTICE_CHARS, {
+    message: `a notice or progress message is at most ${MAX_NOTICE_CHARS} characters`,
+    path: ['text'],
+  })
+  .refine((c) => c.kind !== 'progress' || (c.toolCallId !== undefined && c.progress !== undefined), {
+    message: 'a progress chunk names its toolCallId and progress',
+    path: ['toolCallId'],
+  });
 
 export type LiveChunk = z.output<typeof LiveChunkSchema>;
 export type LiveChunkKind = LiveChunk['kind'];

@@ -111,6 +111,11 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       turns.delete(c.turnId);
       b = undefined;
     }
+    // Progress of a tool call is about no step's text: it goes to whoever listens now, nothing is kept.
+    if (c.kind === 'progress') {
+      emit(c.turnId, c);
+      return;
+    }
     if (b && (c.step < b.step || (c.step === b.step && c.attempt < b.attempt))) return;
     // A notice changes no text: it goes to whoever listens now, and is kept for who joins until a
     // later attempt speaks.

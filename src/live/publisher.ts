@@ -40,6 +40,8 @@ export interface LivePublisher {
   end(turnId: string, step: number, attempt: number): void;
   /** This attempt failed and another follows: `message` (already free of secrets) tells watching clients why and when. */
   notice(turnId: string, step: number, attempt: number, message: string): void;
+  /** A tool call's server reported progress; only the latest report of a call waits in the queue. */
+  progress(turnId: string, toolCallId: string, report: { progress: number; total?: number; message?: string }): void;
   /** Resolves once everything queued before the call has been sent (or dropped). Never rejects. */
   flush(): Promise<void>;
   /** Flushes, then ignores further calls. */
@@ -299,6 +301,18 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       }
     },
 
+    progress(turnId, toolCallId, report) {
+      try {
+        if (closed || !validIds(turnId, 1, 1) || typeof toolCallId !== 'string' || toolCallId === '' || toolCallId.length > 200) return;
+        if (!Number.isFinite(report.progress) || (report.total !== undefined && !Number.isFinite(report.total))) return;
+        const text = scrub(report.message ?? '').slice(0, MAX_NOTICE_CHARS);
+        const chunk = { turnId, step: 1, attempt: 1, kind: 'progress' as const, offset: 0, text, toolCallId, progress: report.progress };
+        enqueue(report.total !== undefined ? { ...chunk, total: report.total } : chunk, `${turnId}:${toolCallId}:progress`);
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
     flush,
 
     async close() {
@@ -320,6 +334,7 @@ export function createNoopPublisher(): LivePublisher {
     delta() {},
     end() {},
     notice() {},
+    progress() {},
     async flush() {},
     async close() {},
     stats: () => ({ queued: 0, sent: 0, dropped: 0, requests: 0, failedRequests: 0 }),
