@@ -7,7 +7,7 @@ import { isMcpFailure } from '../mcp/failures';
 import type { LlmOutcome, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
-import type { McpHub } from '../mcp/types';
+import type { McpHub, ToolTaskRef } from '../mcp/types';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oauth';
 import { ElicitationSession } from '../mcp/elicitation';
 import { SamplingSession } from '../mcp/sampling';
@@ -104,7 +104,12 @@ export function createActivities(deps: ActivityDeps) {
   /** Heartbeats on a timer while `work` runs; returns what `work` returns. */
   async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
     const ctx = Context.current();
-    const beat = (details?: unknown) => ctx.heartbeat(details);
+    // The timer repeats the latest details: they carry what a retry needs (a tool call's MCP task).
+    let last: unknown;
+    const beat = (details?: unknown) => {
+      if (details !== undefined) last = details;
+      ctx.heartbeat(last);
+    };
     // Beat well inside the activity's own heartbeat timeout, whatever the deployment configured.
     const timeoutMs = ctx.info.heartbeatTimeoutMs;
     const every = timeoutMs ? Math.max(100, Math.min(heartbeatEveryMs, Math.floor(timeoutMs / 3))) : heartbeatEveryMs;
@@ -298,6 +303,9 @@ export function createActivities(deps: ActivityDeps) {
       };
       // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
       const elicitation = new ElicitationSession(input.elicitations);
+      const previous = ctx.info.heartbeatDetails as { task?: ToolTaskRef } | undefined;
+      const resumeTask = previous?.task && typeof previous.task.taskId === 'string' ? previous.task : undefined;
+      let details: { task?: ToolTaskRef; progress?: unknown } = resumeTask ? { task: resumeTask } : {};
       // The server's requests for the host's model: within the allowance, each one audited.
       const sampling = new SamplingSession(deps.llm, input.sampling, input.turnId, async (result) => {
         if (!auditBase) return;
@@ -330,8 +338,15 @@ export function createActivities(deps: ActivityDeps) {
               ...(input.user ? userMeta(input.user, input.turnId) : {}),
             },
             signal: AbortSignal.any([ctx.cancellationSignal, elicitation.signal]),
+            // A task an earlier attempt started (kept in its heartbeat details) is waited for, not started again.
+            ...(resumeTask ? { resumeTask } : {}),
+            onTask: (task) => {
+              details = { ...details, task };
+              beat(details);
+            },
             onProgress: (p) => {
-              beat(p);
+              details = { ...details, progress: p };
+              beat(details);
               // Watching clients see it at once (`tool_progress`); the heartbeat keeps the activity alive.
               if (input.toolCallId) deps.live?.progress(input.turnId, input.toolCallId, p);
             },

@@ -10,6 +10,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
@@ -44,8 +45,8 @@ import {
 import { AuthorizationDeniedError, AuthorizationRequiredError, authFetchFor, isPerUser, type OAuthSupport } from './oauth';
 import { renderContent, renderResourceContents, toToolOutcome } from './render';
 import { callerContext, type CallerContext } from './user-token';
-import { createTransport, openHttpWithFallback, pidOf, terminateHttpSession, type TransportKind } from './transports';
-import type { CallToolRequest, McpHub } from './types';
+import { createTransport, openHttpWithFallback, pidOf, sessionIdOf, terminateHttpSession, type TransportKind } from './transports';
+import type { CallToolRequest, McpHub, ToolTaskRef } from './types';
 
 export interface HubLogger {
   debug(obj: object, msg?: string): void;
@@ -118,6 +119,8 @@ const FAIL_FAST_MS = 500;
 const STDERR_TAIL_LINES = 20;
 const TERMINATE_SESSION_TIMEOUT_MS = 1_000;
 const PROBE_TIMEOUT_MS = 5_000;
+/** How long a server keeps a tool call's task (and its result) for us: long enough to outlive a worker restart. */
+const TASK_TTL_MS = 60 * 60_000;
 
 const noop = (): void => undefined;
 const silentLogger: HubLogger = { debug: noop, info: noop, warn: noop, error: noop };
@@ -254,32 +257,99 @@ export class McpServerHub implements McpHub, McpContextSource {
   }
 
   private async requestToolCall(slot: Slot, conn: Connection, req: CallToolRequest, timeout: number): Promise<unknown> {
-    const onProgress = req.onProgress;
-    return await conn.client.callTool(
-      { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) },
-      CallToolResultSchema,
-      {
-        ...(req.signal ? { signal: req.signal } : {}),
-        timeout,
-        resetTimeoutOnProgress: true,
-        ...(onProgress
-          ? {
-              onprogress: (p: { progress: number; total?: number; message?: string }) => {
-                try {
-                  onProgress({
-                    progress: p.progress,
-                    ...(p.total !== undefined ? { total: p.total } : {}),
-                    ...(p.message !== undefined ? { message: p.message } : {}),
-                  });
-                } catch (error) {
-                  this.logger.warn({ server: slot.cfg.name, error: String(error) }, 'progress callback threw');
-                }
-              },
-            }
-          : {}),
-      },
-    );
+    if (req.resumeTask) {
+      const resumed = await this.resumeTask(slot, conn, req.resumeTask, req.signal, timeout);
+      if (resumed !== undefined) return resumed;
+    }
+    const params = { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) };
+    const options = this.requestOptions(slot, req, timeout);
+    // The listing is cached per connection; without one, the tool is called plainly.
+    const listed = await this.listTools(slot, conn).catch((): Tool[] => []);
+    const taskSupport = listed.find((t) => t.name === req.tool)?.execution?.taskSupport;
+    if (taskSupport !== 'required' && taskSupport !== 'optional') return await conn.client.callTool(params, CallToolResultSchema, options);
+    return await this.callAsTask(conn, params, options, req);
   }
+
+  /**
+   * A tool that runs as an MCP task: the server answers at once with a task, which the SDK polls
+   * until it ends. The task is reported (`onTask`) so that an attempt after a worker restart waits for
+   * it instead of starting the work again; cancelling the call cancels the task.
+   */
+  private async callAsTask(
+    conn: Connection,
+    params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> },
+    options: RequestOptions,
+    req: CallToolRequest,
+  ): Promise<unknown> {
+    let taskId: string | undefined;
+    try {
+      for await (const message of conn.client.experimental.tasks.callToolStream(params, CallToolResultSchema, { ...options, task: { ttl: TASK_TTL_MS } })) {
+        if (message.type === 'taskCreated') {
+          taskId = message.task.taskId;
+          const sessionId = sessionIdOf(conn.transport);
+          req.onTask?.({ taskId, ...(sessionId ? { sessionId } : {}) });
+        } else if (message.type === 'result') {
+          return message.result;
+        } else if (message.type === 'error') {
+          throw message.error;
+        }
+      }
+      throw new Error('the task ended without a result');
+    } catch (error) {
+      if (taskId && req.signal?.aborted) {
+        await withTimeout(conn.client.experimental.tasks.cancelTask(taskId, { timeout: PROBE_TIMEOUT_MS }).catch(noop), PROBE_TIMEOUT_MS);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * The result of a task an earlier attempt started, or undefined when the server no longer knows it
+   * (a restarted server, an expired task): the caller then calls the tool again, with the same
+   * idempotency key. A task of another Streamable HTTP session is looked up by rejoining that session.
+   */
+  private async resumeTask(slot: Slot, conn: Connection, task: ToolTaskRef, signal: AbortSignal | undefined, timeout: number): Promise<unknown> {
+    let client = conn.client;
+    let rejoined: Client | undefined;
+    if (task.sessionId && task.sessionId !== sessionIdOf(conn.transport) && slot.cfg.kind === 'http' && conn.kind === 'streamable-http') {
+      rejoined = new Client(this.clientInfo, { capabilities: this.capabilities });
+      await rejoined.connect(createTransport(slot.cfg, 'streamable-http', noop, slot.authFetch, task.sessionId), { timeout: slot.cfg.timeouts.connectMs });
+      client = rejoined;
+    }
+    try {
+      const options = { ...(signal ? { signal } : {}), timeout };
+      const status = await client.experimental.tasks.getTask(task.taskId, options).catch(() => undefined);
+      if (!status) return undefined;
+      if (signal?.aborted) throw new McpAbortError(slot.cfg.name, signal.reason);
+      this.logger.info({ server: slot.cfg.name, taskId: task.taskId, status: status.status }, 'resuming an MCP task an earlier attempt started');
+      try {
+        return await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, options);
+      } catch (error) {
+        if (signal?.aborted) await withTimeout(client.experimental.tasks.cancelTask(task.taskId, { timeout: PROBE_TIMEOUT_MS }).catch(noop), PROBE_TIMEOUT_MS);
+        throw error;
+      }
+    } finally {
+      // Leave the session to the server (its other tasks may still be wanted); only close our side.
+      if (rejoined) await rejoined.transport?.close().catch(noop);
+    }
+  }
+
+  private requestOptions(slot: Slot, req: CallToolRequest, timeout: number): RequestOptions {
+    const onProgress = req.onProgress;
+    const onprogress = (p: { progress: number; total?: number; message?: string }): void => {
+      try {
+        onProgress?.({
+          progress: p.progress,
+          ...(p.total !== undefined ? { total: p.total } : {}),
+          ...(p.message !== undefined ? { message: p.message } : {}),
+        });
+      } catch (error) {
+        this.logger.warn({ server: slot.cfg.name, error: String(error) }, 'progress callback threw');
+      }
+    };
+    return { ...(req.signal ? { signal: req.signal } : {}), timeout, resetTimeoutOnProgress: true, ...(onProgress ? { onprogress } : {}) };
+  }
+
 
   async readResource(server: string, uri: string, opts: { signal?: AbortSignal; meta?: Record<string, unknown> } = {}): Promise<string> {
     const slot = this.usableSlot(server);

@@ -27,6 +27,8 @@ export function createTransport(
   kind: TransportKind,
   onStderrLine: (line: string) => void,
   authFetch?: FetchLike,
+  /** Rejoin this Streamable HTTP session (no new `initialize`): to find a task an earlier connection started. */
+  sessionId?: string,
 ): Transport {
   if (cfg.kind === 'stdio') {
     // spawn reports a missing cwd as "spawn <command> ENOENT", which sends people looking for the
@@ -47,12 +49,17 @@ export function createTransport(
   const requestInit: RequestInit = { headers: { ...cfg.headers } };
   const fetch = authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
   const opts = { requestInit, ...(fetch ? { fetch } : {}) };
-  return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, opts);
+  return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, { ...opts, ...(sessionId ? { sessionId } : {}) });
 }
 
 /** The child's pid once a stdio transport has started. */
 export function pidOf(transport: Transport): number | undefined {
   return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+}
+
+/** The Streamable HTTP session id of a connection, if it has one. */
+export function sessionIdOf(transport: Transport): string | undefined {
+  return transport instanceof StreamableHTTPClientTransport ? transport.sessionId : undefined;
 }
 
 /** Ends the server-side session of a Streamable HTTP connection instead of leaving it to expire. */

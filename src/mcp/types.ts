@@ -12,6 +12,19 @@ export interface CallToolRequest {
   onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
   /** Overrides the server's configured call timeout. */
   timeoutMs?: number;
+  /**
+   * For a tool that runs as an MCP task: called once the server created it, with what it takes to
+   * find it again (the activity keeps it in its heartbeat details).
+   */
+  onTask?: (task: ToolTaskRef) => void;
+  /** A task an earlier attempt started: wait for its result instead of calling the tool again. */
+  resumeTask?: ToolTaskRef;
+}
+
+/** An MCP task of a tool call, and the Streamable HTTP session it lives in (tasks are per session). */
+export interface ToolTaskRef {
+  taskId: string;
+  sessionId?: string;
 }
 
 /**
