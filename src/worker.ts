@@ -76,6 +76,8 @@ async function main(): Promise<void> {
     elicit: elicitFromCaller,
     // And its requests for the host's model, within the turn's sampling allowance (src/mcp/sampling.ts).
     sample: sampleForCaller,
+    // A context resource that changed is read afresh by the next turn, not served from the cache.
+    onResourceUpdated: (server, uri) => hub.invalidateResource(server, uri),
   });
   const hub = new ResilientHub(
     servers,

@@ -17,6 +17,7 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  ResourceUpdatedNotificationSchema,
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
@@ -67,6 +68,11 @@ export interface McpServerHubOptions {
   elicit?: ElicitationHandler;
   /** Answers a server's `sampling/createMessage` with the host's model. Without it the host declares no sampling. */
   sample?: SamplingHandler;
+  /**
+   * A resource this pool read (and subscribed to, where the server supports subscriptions) changed
+   * (`notifications/resources/updated`): a cache of it is stale now.
+   */
+  onResourceUpdated?: (server: string, uri: string) => void;
 }
 
 export interface ElicitationRequest {
@@ -134,6 +140,8 @@ interface Connection {
   /** False once closed or retired: no new work is handed to it. */
   alive: boolean;
   inflight: number;
+  /** Resources subscribed to on this connection (each once). */
+  subscribed: Set<string>;
   /** The callers of the tool calls in flight on this connection (elicitation requests are routed to them). */
   calls: Set<CallerContext>;
   /** Bumped by every `tools/list_changed`, so a listing that started before one is not kept. */
@@ -196,6 +204,7 @@ export class McpServerHub implements McpHub, McpContextSource {
   private readonly oauth: OAuthSupport | undefined;
   private readonly elicit: ElicitationHandler | undefined;
   private readonly sample: SamplingHandler | undefined;
+  private readonly onResourceUpdated: ((server: string, uri: string) => void) | undefined;
   private readonly capabilities: ClientCapabilities;
   private nextConnectionId = 1;
   private closed = false;
@@ -207,6 +216,7 @@ export class McpServerHub implements McpHub, McpContextSource {
     this.oauth = opts.oauth;
     this.elicit = opts.elicit;
     this.sample = opts.sample;
+    this.onResourceUpdated = opts.onResourceUpdated;
     this.capabilities = {
       // Every server may ask for its roots; one without `roots` in the config gets none.
       roots: { listChanged: true },
@@ -361,6 +371,7 @@ export class McpServerHub implements McpHub, McpContextSource {
           { uri, ...(opts.meta ? { _meta: opts.meta } : {}) },
           { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
         );
+        this.subscribe(slot, conn, uri);
         return result.contents.map((c) => renderResourceContents(c)).join('\n');
       }),
     );
@@ -424,6 +435,19 @@ export class McpServerHub implements McpHub, McpContextSource {
         this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'could not announce changed roots'),
       );
     }
+  }
+
+  /**
+   * Asks the server to say when a resource we read changes (once per connection, where the server
+   * supports subscriptions). Best effort: without it the cache's TTL still applies.
+   */
+  private subscribe(slot: Slot, conn: Connection, uri: string): void {
+    if (!this.onResourceUpdated || conn.subscribed.has(uri) || !conn.client.getServerCapabilities()?.resources?.subscribe) return;
+    conn.subscribed.add(uri);
+    conn.client.subscribeResource({ uri }).catch((error: unknown) => {
+      conn.subscribed.delete(uri);
+      this.logger.debug({ server: slot.cfg.name, uri, error: safeReason(describeCause(error), slot.secrets) }, 'could not subscribe to a resource');
+    });
   }
 
   /** The stdio child's pid while connected (diagnostics and tests). */
@@ -569,7 +593,7 @@ export class McpServerHub implements McpHub, McpContextSource {
     slot.stderrTail = [];
     const transport = createTransport(cfg, kind, (line) => this.stderrLine(slot, line), slot.authFetch);
     const client = new Client(this.clientInfo, { capabilities: this.capabilities });
-    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0, calls: new Set() };
+    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0, calls: new Set(), subscribed: new Set() };
 
     // Set before connect: the SDK chains its own handlers after these.
     transport.onerror = (error: Error) => this.onTransportError(slot, conn, error);
@@ -601,6 +625,10 @@ export class McpServerHub implements McpHub, McpContextSource {
         });
       });
     }
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+      this.logger.debug({ server: cfg.name, uri: notification.params.uri }, 'MCP resource updated');
+      this.onResourceUpdated?.(cfg.name, notification.params.uri);
+    });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       conn.tools = undefined;
       // A listing already in flight may predate the change: it must not become the cache.

@@ -167,6 +167,12 @@ export class ResilientHub implements McpHub, McpContextSource {
     for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
   }
 
+  /** Drops the cached reads of one resource (the server said it changed). */
+  invalidateResource(server: string, uri: string): void {
+    const prefix = `${server}\u0000${uri}\u0000`;
+    for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
+  }
+
   async readResource(server: string, uri: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<string> {
     // What a resource says depends on who asks (tenant, user): cache per caller, never across them.
     const key = `${server}\u0000${uri}\u0000${JSON.stringify(opts?.meta ?? null)}`;
