@@ -14,7 +14,8 @@ import { probeModels } from './llm/probe';
 import { createLogger, temporalLogger } from './logger';
 import { reloadableFile, reloadOnSighup } from './config/reload';
 import { loadMcpConfig } from './mcp/config';
-import { SealedFileOAuthStore } from './mcp/oauth';
+import { Pool } from 'pg';
+import { oauthStoreFor } from './security/oauth-store-pg';
 import { elicitFromCaller } from './mcp/elicitation';
 import { sampleForCaller } from './mcp/sampling';
 import { McpServerHub } from './mcp/pool';
@@ -65,8 +66,15 @@ async function main(): Promise<void> {
   secrets.push(...configSecrets(mcpConfig.current()));
   // Servers with `auth: { type: "oauth" }` act for each user; their tokens live in the sealed store
   // the API's callback route also writes to.
+  // With POSTGRES_URL the store is PostgreSQL, shared by workers and API replicas on other machines.
+  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 4 }) : undefined;
+  pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
   const oauth = env.TOKEN_SEAL_KEY
-    ? { store: new SealedFileOAuthStore(env.OAUTH_STORE_DIR, env.TOKEN_SEAL_KEY), redirectUrl: oauthRedirectUrl(env), clientName: 'durable-mcp-host' }
+    ? {
+        store: oauthStoreFor({ sealKey: env.TOKEN_SEAL_KEY, dir: env.OAUTH_STORE_DIR, ...(pool ? { pool } : {}) }),
+        redirectUrl: oauthRedirectUrl(env),
+        clientName: 'durable-mcp-host',
+      }
     : undefined;
   const servers = new McpServerHub(mcpConfig.current(), {
     logger,
@@ -170,6 +178,7 @@ async function main(): Promise<void> {
     metricsServer?.close();
     await live.close();
     await hub.close();
+    await pool?.end();
     await connection.close();
   }
 }

@@ -13,7 +13,7 @@ import { Pool } from 'pg';
 import type { LiveChunk } from '../live/chunk';
 import { createPgLiveBus } from '../live/pg-bus';
 import { memoryRateLimiters, postgresRateLimiters } from './rate-limits';
-import { SealedFileOAuthStore } from '../security/oauth-store';
+import { oauthStoreFor } from '../security/oauth-store-pg';
 
 /** Local mode: one-hour tokens for the demo users, signed with the dev secret `npm start` created. */
 function demoTokens(secret: string, audience: { issuer: string; audience: string }) {
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   const limiters = pool ? await postgresRateLimiters(limits, pool) : memoryRateLimiters(limits);
   if (bus) await within(bus.ready, 10_000, 'POSTGRES_URL: could not LISTEN for live text within 10 s');
   const app = await buildApp({
-    ...(env.TOKEN_SEAL_KEY ? { oauthStore: new SealedFileOAuthStore(env.OAUTH_STORE_DIR, env.TOKEN_SEAL_KEY) } : {}),
+    ...(env.TOKEN_SEAL_KEY ? { oauthStore: oauthStoreFor({ sealKey: env.TOKEN_SEAL_KEY, dir: env.OAUTH_STORE_DIR, ...(pool ? { pool } : {}) }) } : {}),
     gateway: createTemporalGateway({
       client,
       taskQueue: env.TASK_QUEUE,

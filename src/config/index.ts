@@ -45,8 +45,9 @@ const EnvSchema = z.object({
   /** Worker: where to push live text deltas (the API's /internal/live); unset means no live text. */
   LIVE_PUSH_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:3000/internal/live' }).optional(),
   /**
-   * API: PostgreSQL shared by the API replicas (live text across replicas, shared rate limits), e.g.
-   * postgres://user:password@db:5432/dmh; unset: one API process, state in memory.
+   * PostgreSQL shared by the API replicas (live text across replicas, shared rate limits) and, with
+   * the workers, the OAuth token store; e.g. postgres://user:password@db:5432/dmh. Unset: one API
+   * process, state in memory, OAuth tokens in sealed files (OAUTH_STORE_DIR).
    */
   POSTGRES_URL: z
     .url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL such as postgres://user:password@127.0.0.1:5432/dmh' })

@@ -52,6 +52,11 @@ export interface PendingAuthorization {
   turnIds?: string[];
 }
 
+/** What a record is stored under: keys name servers and users, which the store need not show. */
+export function keyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 40);
+}
+
 /** For tests and one-shot tools: nothing survives the process. */
 export class MemoryOAuthStore implements OAuthStore {
   private readonly records = new Map<string, string>();
@@ -132,6 +137,6 @@ export class SealedFileOAuthStore implements OAuthStore {
   }
 
   private fileOf(key: string): string {
-    return path.join(this.dir, `${createHash('sha256').update(key).digest('hex').slice(0, 40)}.sealed`);
+    return path.join(this.dir, `${keyHash(key)}.sealed`);
   }
 }
