@@ -190,6 +190,7 @@ export function createActivities(deps: ActivityDeps) {
           });
           deps.live?.end(req.turnId, req.step, attempt);
           observe('ok');
+          if (response.usage) deps.metrics?.llmTokens(response.usage);
           return response;
         } catch (err) {
           // A cancelled turn is not an LLM failure: report the cancellation as such.

@@ -194,6 +194,10 @@ export const TurnView = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   steps: z.number().int().nonnegative().describe('LLM calls so far.'),
   lastEventId: z.number().int().nonnegative().describe('Id of the newest event of the /events stream (0: none yet).'),
+  usage: z
+    .object({ promptTokens: z.number().int().nonnegative(), completionTokens: z.number().int().nonnegative(), samplingTokens: z.number().int().nonnegative() })
+    .optional()
+    .describe("Tokens the turn's model calls used (as the endpoint reported them) and its servers' sampling requests used."),
   pendingApprovals: z.array(PendingApprovalView).optional().describe('Calls waiting for a decision (only while the turn is `awaiting_approval`).'),
 });
 export type TurnView = z.output<typeof TurnView>;

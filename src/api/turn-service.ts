@@ -107,6 +107,7 @@ export function turnView(state: TurnState, opts: { approvalTimeoutMs?: number; r
     ...(state.error ? { error: state.error } : {}),
     steps: state.steps,
     lastEventId: state.events.at(-1)?.id ?? 0,
+    ...(state.usage ? { usage: state.usage } : {}),
     ...(pending.length ? { pendingApprovals: pending } : {}),
   };
 }

@@ -5,7 +5,7 @@
  */
 import { truncate } from './host-loop';
 import type { ToolOutcome } from '../shared/tool-types';
-import type { ToolCallRecord, TurnError, TurnEvent, TurnEventType, TurnState } from '../shared/turn';
+import type { ToolCallRecord, TurnError, TurnEvent, TurnEventType, TurnState, TurnUsage } from '../shared/turn';
 
 /** How much of a tool result the turn record keeps (the LLM gets up to maxToolResultChars). */
 export const RECORD_RESULT_CHARS = 2_000;
@@ -20,6 +20,8 @@ export interface TurnRecord {
   startToolCall(call: Omit<ToolCallRecord, 'state' | 'startedAt'>): ToolCallRecord;
   /** The call ended (a result, an error, a denial): recorded and announced with `tool_call_finished`. */
   finishToolCall(record: ToolCallRecord, outcome: ToolOutcome): void;
+  /** Adds what a model call (or a server's sampling) used to the turn's totals. */
+  addUsage(usage: Partial<TurnUsage> | undefined): void;
   complete(text: string): void;
   fail(error: TurnError): void;
   cancel(): void;
@@ -58,6 +60,13 @@ export function createTurnRecord(
       record.result = truncate(outcome.text, RECORD_RESULT_CHARS);
       record.finishedAt = now();
       emit('tool_call_finished', { toolCallId: record.id, name: record.name, isError: outcome.isError, result: record.result });
+    },
+    addUsage(usage) {
+      if (!usage) return;
+      const total = (state.usage ??= { promptTokens: 0, completionTokens: 0, samplingTokens: 0 });
+      total.promptTokens += usage.promptTokens ?? 0;
+      total.completionTokens += usage.completionTokens ?? 0;
+      total.samplingTokens += usage.samplingTokens ?? 0;
     },
     complete(text) {
       state.status = 'completed';

@@ -14,6 +14,8 @@ export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'perman
 /** What the activities report; the worker's registry implements it. */
 export interface WorkerObserver {
   llmCall(outcome: LlmOutcome, seconds: number): void;
+  /** Tokens one model call used, as the endpoint reported them. */
+  llmTokens(usage: { promptTokens: number; completionTokens: number }): void;
   toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number): void;
   /** A turn ended (from the turn workflow's sink, on the worker that ran its last task). */
   turnFinished(outcome: 'completed' | 'failed' | 'cancelled', seconds: number, historyEvents: number): void;
@@ -42,6 +44,7 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
     ['outcome'],
     [0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
   );
+  const tokens = new Counter({ name: 'dmh_llm_tokens_total', help: 'Tokens of LLM calls, as the endpoint reported them, by kind (prompt, completion).', labelNames: ['kind'], registers: [registry] });
   const historyEvents = histogram('dmh_turn_history_events', 'History events of a turn workflow when it ended.', [], [10, 20, 40, 80, 160, 320, 640, 1280]);
   new Gauge({
     name: 'dmh_mcp_circuit_state',
@@ -57,6 +60,10 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
     registry,
     observer: {
       llmCall: (outcome, seconds) => llm.observe({ outcome }, seconds),
+      llmTokens: (usage) => {
+        tokens.inc({ kind: 'prompt' }, usage.promptTokens);
+        tokens.inc({ kind: 'completion' }, usage.completionTokens);
+      },
       toolCall: (server, toolName, outcome, seconds) => tool.observe({ server, tool: toolName, outcome }, seconds),
       turnFinished: (outcome, seconds, events) => {
         turns.observe({ outcome }, seconds);

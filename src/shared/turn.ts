@@ -239,6 +239,17 @@ export interface TurnState {
   error?: TurnError;
   events: TurnEvent[];
   steps: number;
+  /**
+   * Tokens the turn's model calls used, as the endpoint reported them (answered attempts; a failed
+   * attempt reports none), and those servers' sampling requests used. Absent until the first report.
+   */
+  usage?: TurnUsage;
+}
+
+export interface TurnUsage {
+  promptTokens: number;
+  completionTokens: number;
+  samplingTokens: number;
 }
 
 export const TERMINAL_STATUSES: readonly TurnStatus[] = ['completed', 'failed', 'cancelled'];

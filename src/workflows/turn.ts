@@ -187,6 +187,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         if (isCancellation(err)) throw err;
         return fail(llmError(err));
       }
+      record.addUsage(response.usage);
       if (response.toolCalls.length === 0 || !offerTools) {
         finalText = response.text ?? '';
         if (response.toolCalls.length > 0) {
@@ -277,6 +278,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
           answers.length > 0 ? { ...request, elicitations: [...answers] } : request,
         ]);
         if (samplingLeft !== undefined && outcome.samplingTokens) samplingLeft -= outcome.samplingTokens;
+        if (outcome.samplingTokens) record.addUsage({ samplingTokens: outcome.samplingTokens });
         return outcome;
       } catch (err) {
         if (isCancellation(err)) throw err;

@@ -1,5 +1,5 @@
 import { freePort } from '../../src/cli/processes';
-import { postMessage, readSse } from '../helpers/http';
+import { getJson, postMessage, readSse } from '../helpers/http';
 import { startSystem, type TestSystem } from '../helpers/system';
 
 /**
@@ -48,6 +48,13 @@ test('after one turn with a tool call, the worker and the API report it', async 
   expect(sample(worker, 'dmh_turn_history_events_count', {})).toBe(1);
   expect(sample(worker, 'dmh_turn_history_events_sum', {})).toBeGreaterThan(5);
   expect(worker).toContain('dmh_worker_process_cpu_seconds_total');
+  // Tokens, as the model reported them: in the worker's counters and in the turn's view, the same totals.
+  const prompt = sample(worker, 'dmh_llm_tokens_total', { kind: 'prompt' }) ?? 0;
+  const completion = sample(worker, 'dmh_llm_tokens_total', { kind: 'completion' }) ?? 0;
+  expect(prompt).toBeGreaterThan(0);
+  expect(completion).toBeGreaterThan(0);
+  const view = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body;
+  expect(view.usage).toEqual({ promptTokens: prompt, completionTokens: completion, samplingTokens: 0 });
 
   expect((await fetch(`${sys.apiUrl}/metrics`)).status).toBe(401);
   const api = await (await fetch(`${sys.apiUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();

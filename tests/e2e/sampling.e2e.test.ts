@@ -27,6 +27,9 @@ test("a server's sampling request is answered by the host's model within the pol
   const turn = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body;
   expect(turn.text).toContain('Quiet autumn leaves / a durable turn waits on / the host answers it');
   expect(turn.text).toContain('"model": "demo-model"');
+  // The server's sampling is counted in the turn's usage, apart from the turn's own model calls.
+  expect(turn.usage.samplingTokens).toBeGreaterThan(0);
+  expect(turn.usage.promptTokens).toBeGreaterThan(0);
   const audit = readFileSync(sys.auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; outcome?: string; workflowId?: string });
   expect(audit.filter((a) => a.kind === 'sampling' && a.workflowId === post.body.turnId).map((a) => a.outcome)).toEqual(['ok']);
 });
