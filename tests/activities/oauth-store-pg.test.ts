@@ -16,6 +16,8 @@ const pools: Pool[] = [];
 
 const pool = (): Pool => {
   const p = new Pool({ connectionString: pg.url, max: 4 });
+  // As in the API and the worker: an idle connection that breaks (the server stopping) is not a crash.
+  p.on('error', () => undefined);
   pools.push(p);
   return p;
 };

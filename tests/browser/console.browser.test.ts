@@ -182,6 +182,14 @@ test("a server's question during a tool call is a form in the turn; the answer r
   await expect(lastTurn().locator('[data-question]').textContent()).resolves.toContain('accept');
 });
 
+test("a server that asks the host's model (sampling) gets its answer within the turn", async () => {
+  await page.click('#tab-chat');
+  await page.fill('#message', 'sample a haiku about lanterns');
+  await page.click('#send');
+  await page.waitForFunction(`(() => [...document.querySelectorAll('.turn')].at(-1)?.querySelector('.answer')?.textContent?.includes('Quiet lanterns'))()`);
+  await expect(lastTurn().locator('.tool.completed[data-tool="everything__trigger-sampling-request"]').count()).resolves.toBe(1);
+});
+
 test('the API docs page renders the OpenAPI document', async () => {
   const docs = await browser.newPage();
   await docs.goto(`${sys.apiUrl}/docs`);
