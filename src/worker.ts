@@ -24,6 +24,7 @@ import { createWorkerMetrics, serveMetrics } from './metrics';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
+import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 
 /** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
 const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
   const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT) : undefined;
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+  let stopReporting = (): void => undefined;
   try {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> =
       existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
@@ -158,6 +160,19 @@ async function main(): Promise<void> {
       }),
     });
     logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.current().mcpServers) }, 'worker started');
+    // /healthz answers from these reports (src/health): the API never asks a worker through a workflow.
+    const reporter =
+      env.LIVE_PUSH_URL && env.LIVE_SECRET
+        ? startWorkerReporter({
+            url: reportUrlFrom(env.LIVE_PUSH_URL),
+            secret: env.LIVE_SECRET,
+            worker: worker.options.identity,
+            everyMs: env.WORKER_REPORT_MS,
+            status: () => hub.status(),
+            logger,
+          })
+        : undefined;
+    stopReporting = () => reporter?.stop();
     // Connect to every server now rather than inside the first turn; failures are only reported,
     // since a server that is down must not keep the worker (and the other servers) from serving.
     void servers.connectAll().then(
@@ -173,6 +188,7 @@ async function main(): Promise<void> {
     process.stdout.write('WORKER_READY\n');
     await worker.run();
   } finally {
+    stopReporting();
     stopReloading();
     mcpConfig.close();
     metricsServer?.close();

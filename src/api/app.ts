@@ -23,6 +23,8 @@ import { turnRoutes } from './routes/turns';
 import { webSocketRoutes } from './routes/websocket';
 import type { RateLimiters } from './rate-limits';
 import { createTurnService } from './turn-service';
+import { memoryWorkerReports, type WorkerReports } from '../health/reports';
+import { workerReportRoutes } from './routes/worker-reports';
 import './caller';
 
 export interface Authenticator {
@@ -61,6 +63,11 @@ export interface AppDeps {
   metricsToken?: string;
   /** The OAuth store shared with the workers: GET /v1/oauth/callback writes codes into it; absent: no route. */
   oauthStore?: OAuthStore;
+  /**
+   * Workers' reports of their MCP servers, which /healthz answers from (src/health/reports.ts);
+   * received on POST /internal/workers under the live secret. Default: in this process's memory.
+   */
+  workerReports?: WorkerReports;
 }
 
 /** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
@@ -103,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
   );
+  const workerReports = deps.workerReports ?? memoryWorkerReports();
   const observer = deps.metricsToken
     ? registerMetrics(app, deps.metricsToken, deps.live ? { liveTurns: () => deps.live?.hub.size() ?? 0 } : {})
     : undefined;
@@ -121,6 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // With several replicas, pushed text goes to the bus (every replica's hub) instead of this one's hub.
   if (deps.live?.secret) {
     await app.register(liveIngestRoutes, { hub: deps.live.ingest ? { ingest: deps.live.ingest } : deps.live.hub, secret: deps.live.secret });
+    await app.register(workerReportRoutes, { reports: workerReports, secret: deps.live.secret });
   }
   // GET /openapi.json; the route schemas document the API, they do not validate (see openapi.ts).
   await registerOpenApi(app);
@@ -146,6 +155,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     policy: deps.policy,
     redactArguments: (args) => redact(args, redaction),
     ...(deps.limiters ? { limiters: deps.limiters } : {}),
+    workerReports,
   });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });

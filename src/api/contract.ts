@@ -295,7 +295,12 @@ export const ServersList = z.object({ servers: z.array(ServerStatusSchema) });
 export const Health = z.object({
   status: z.enum(['ok', 'degraded', 'down']),
   temporal: z.object({ ok: z.boolean(), error: z.string().optional() }),
-  mcp: z.object({ ok: z.boolean(), servers: z.array(ServerStatusSchema), error: z.string().optional() }),
+  mcp: z
+    .object({ ok: z.boolean(), servers: z.array(ServerStatusSchema), error: z.string().optional() })
+    .describe("Every MCP server over all workers' reports: `unavailable` if any reporting worker cannot use it."),
+  workers: z
+    .array(z.object({ worker: z.string().describe("The worker's Temporal identity."), reportedAt: z.string(), servers: z.array(ServerStatusSchema) }))
+    .describe('Each worker that reported in its last three intervals, with its own view of the servers.'),
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ export interface GatewayOptions {
   settings: () => TurnSettings;
   /** When set, the caller's token travels sealed with it (for servers with `forwardUserToken`). */
   tokenSealKey?: string;
-  /** How long a catalog answer is reused; /healthz and /v1/tools must not start a workflow per call. */
+  /** How long a catalog answer is reused: /v1/tools and /v1/servers must not start a workflow per call. */
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
   catalogTimeoutMs?: number;

@@ -14,6 +14,7 @@ import type { LiveChunk } from '../live/chunk';
 import { createPgLiveBus } from '../live/pg-bus';
 import { memoryRateLimiters, postgresRateLimiters } from './rate-limits';
 import { oauthStoreFor } from '../security/oauth-store-pg';
+import { memoryWorkerReports, postgresWorkerReports } from '../health/reports';
 
 /** Local mode: one-hour tokens for the demo users, signed with the dev secret `npm start` created. */
 function demoTokens(secret: string, audience: { issuer: string; audience: string }) {
@@ -54,6 +55,8 @@ async function main(): Promise<void> {
   const bus = pool && env.POSTGRES_URL ? createPgLiveBus({ pool, connectionString: env.POSTGRES_URL, hub: liveHub, logger }) : undefined;
   const limiters = pool ? await postgresRateLimiters(limits, pool) : memoryRateLimiters(limits);
   if (bus) await within(bus.ready, 10_000, 'POSTGRES_URL: could not LISTEN for live text within 10 s');
+  // Workers' MCP reports (for /healthz) reach every replica through PostgreSQL, whichever one got them.
+  const workerReports = pool ? await postgresWorkerReports(pool) : memoryWorkerReports();
   const app = await buildApp({
     ...(env.TOKEN_SEAL_KEY ? { oauthStore: oauthStoreFor({ sealKey: env.TOKEN_SEAL_KEY, dir: env.OAUTH_STORE_DIR, ...(pool ? { pool } : {}) }) } : {}),
     gateway: createTemporalGateway({
@@ -64,6 +67,7 @@ async function main(): Promise<void> {
       catalogCacheMs: env.CATALOG_CACHE_MS,
     }),
     auth,
+    workerReports,
     policy: policy.current,
     // Approvers see other users' tool arguments as the audit log shows them.
     ...(env.AUDIT_REDACTION ? { redaction: await loadRedactionRules(env.AUDIT_REDACTION) } : {}),

@@ -340,7 +340,8 @@ export const routeSchemas = {
   healthz: {
     operationId: 'healthz',
     summary: 'Health',
-    description: 'For load balancers; no token needed. `degraded` when an MCP server is down or no worker answers.',
+    description:
+      "For load balancers; no token needed, and it starts no workflow: the MCP part comes from the workers' periodic reports. `degraded` when an MCP server is down on some worker or no worker has reported.",
     tags: ['health'],
     response: {
       200: { ...fromZod(Health), description: '`ok` or `degraded`.' },

@@ -18,6 +18,7 @@ import { createArgumentValidator } from '../validation/json-schema';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
 import { SYSTEM_MESSAGES } from './system-messages';
+import { summarize, type WorkerReports } from '../health/reports';
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;
@@ -29,6 +30,8 @@ export interface TurnServiceOptions {
   limiters?: RateLimiters;
   /** Metrics (absent: nothing counted). */
   observer?: ApiObserver;
+  /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */
+  workerReports: WorkerReports;
 }
 
 export interface Submission {
@@ -339,21 +342,19 @@ export function createTurnService(opts: TurnServiceOptions) {
       return { servers: catalog.servers };
     },
 
-    /** Never throws: a Temporal outage is the answer (`down`), not an error. */
+    /**
+     * Never throws: a Temporal outage is the answer (`down`), not an error. Starts no workflow (anyone
+     * may call it): the MCP part comes from the workers' own reports, the same on every replica.
+     */
     async health(): Promise<z.output<typeof Health>> {
-      const temporal = await gateway.temporalHealth();
-      let mcp: z.output<typeof Health>['mcp'] = { ok: false, servers: [] };
-      if (temporal.ok) {
-        try {
-          const catalog = await gateway.catalog();
-          mcp = { ok: catalog.servers.every((s) => s.state !== 'unavailable'), servers: catalog.servers };
-        } catch (err) {
-          mcp = { ok: false, servers: [], error: err instanceof Error ? err.message : String(err) };
-        }
-      } else {
-        mcp.error = 'unknown: Temporal is unreachable';
-      }
-      return { status: !temporal.ok ? 'down' : mcp.ok ? 'ok' : 'degraded', temporal, mcp };
+      const [temporal, reports] = await Promise.all([
+        gateway.temporalHealth(),
+        opts.workerReports.current().catch((err: unknown) => err as Error),
+      ]);
+      const mcp: z.output<typeof Health>['mcp'] =
+        reports instanceof Error ? { ok: false, servers: [], error: `worker reports unreadable: ${reports.message}` } : summarize(reports);
+      const workers = reports instanceof Error ? [] : reports.map((r) => ({ worker: r.worker, reportedAt: r.reportedAt, servers: r.servers }));
+      return { status: !temporal.ok ? 'down' : mcp.ok ? 'ok' : 'degraded', temporal, mcp, workers };
     },
   };
 }

@@ -45,6 +45,11 @@ const EnvSchema = z.object({
   /** Worker: where to push live text deltas (the API's /internal/live); unset means no live text. */
   LIVE_PUSH_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:3000/internal/live' }).optional(),
   /**
+   * Worker: how often it reports its MCP servers' states to the API (beside LIVE_PUSH_URL, at
+   * .../internal/workers), which /healthz answers from; a worker silent for three intervals drops out.
+   */
+  WORKER_REPORT_MS: z.coerce.number().int().min(100, 'must be at least 100 (milliseconds)').max(3_600_000).default(10_000),
+  /**
    * PostgreSQL shared by the API replicas (live text across replicas, shared rate limits) and, with
    * the workers, the OAuth token store; e.g. postgres://user:password@db:5432/dmh. Unset: one API
    * process, state in memory, OAuth tokens in sealed files (OAUTH_STORE_DIR).

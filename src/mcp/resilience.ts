@@ -138,20 +138,22 @@ export class ResilientHub implements McpHub, McpContextSource {
 
   async catalog(): Promise<Catalog> {
     const catalog = await this.inner.catalog();
-    const open = new Set<string>();
-    const servers = catalog.servers.map((s): ServerStatus => {
-      const circuit = this.breaker.snapshot(s.server);
-      if (circuit.state !== 'open') return { ...s, circuit };
-      open.add(s.server);
-      return {
-        ...s,
-        state: 'unavailable',
-        circuit,
-        error: `circuit open after ${circuit.consecutiveFailures} consecutive failures; next attempt after ${circuit.retryAt}`,
-      };
-    });
+    const servers = catalog.servers.map((s) => this.withCircuit(s));
+    const open = new Set(servers.filter((s) => s.circuit?.state === 'open').map((s) => s.server));
     // The model is not offered tools of a server whose circuit is open.
     return { tools: catalog.tools.filter((t) => !open.has(t.server)), servers };
+  }
+
+  /** The server's status with its circuit; an open circuit makes it unavailable, and says until when. */
+  private withCircuit(s: ServerStatus): ServerStatus {
+    const circuit = this.breaker.snapshot(s.server);
+    if (circuit.state !== 'open') return { ...s, circuit };
+    return {
+      ...s,
+      state: 'unavailable',
+      circuit,
+      error: `circuit open after ${circuit.consecutiveFailures} consecutive failures; next attempt after ${circuit.retryAt}`,
+    };
   }
 
   async callTool(req: CallToolRequest): Promise<ToolOutcome> {
@@ -202,7 +204,7 @@ export class ResilientHub implements McpHub, McpContextSource {
   }
 
   async status(): Promise<ServerStatus[]> {
-    return (await this.inner.status()).map((s) => ({ ...s, circuit: this.breaker.snapshot(s.server) }));
+    return (await this.inner.status()).map((s) => this.withCircuit(s));
   }
 
   async close(): Promise<void> {

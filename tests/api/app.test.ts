@@ -1,6 +1,7 @@
 import { memoryRateLimiters } from '../../src/api/rate-limits';
 import type { InjectOptions } from 'fastify';
 import { buildApp } from '../../src/api/app';
+import { createLiveTextHub } from '../../src/live/hub';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import type { Catalog } from '../../src/shared/tool-types';
@@ -173,6 +174,37 @@ test('Temporal unreachable → 503 JSON on POST, healthz reports down; the API s
   expect(health.json().status).toBe('down');
   gateway.down = false;
   expect((await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).statusCode).toBe(202);
+});
+
+test('/healthz answers from the workers\' reports and never asks a worker (no workflow for an anonymous caller)', async () => {
+  const gateway = fakeGateway();
+  let catalogCalls = 0;
+  const catalog = gateway.catalog.bind(gateway);
+  gateway.catalog = async () => (catalogCalls++, await catalog());
+  const secret = 'worker-secret-0123456789';
+  const app = await buildApp({ gateway, auth: fakeAuth, policy: () => openPolicy, maxMessageChars: 100, ssePollMs: 5, live: { hub: createLiveTextHub(), secret } });
+  const health = async () => (await app.inject({ method: 'GET', url: '/healthz' })).json();
+
+  // No worker has reported yet: degraded, and it says why.
+  expect(await health()).toMatchObject({ status: 'degraded', temporal: { ok: true }, mcp: { ok: false, servers: [], error: expect.stringMatching(/no worker has reported/) }, workers: [] });
+
+  const send = (body: unknown, authorization = `Bearer ${secret}`) =>
+    app.inject({ method: 'POST', url: '/internal/workers', headers: { authorization, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  const a = { server: 'a', transport: 'stdio', state: 'connected', toolCount: 1 };
+  expect((await send({ worker: 'w1', everyMs: 60_000, servers: [a] }, 'Bearer wrong')).statusCode).toBe(401);
+  const bad = await send({ worker: 'w1', everyMs: 60_000, servers: [{ ...a, state: 'sleeping' }] });
+  expect(bad.statusCode).toBe(400);
+  expect(bad.json().error.message).toMatch(/^worker report: servers\[0\]\.state: /);
+  expect((await send({ worker: 'w1', everyMs: 60_000, servers: [a] })).statusCode).toBe(204);
+  expect(await health()).toMatchObject({ status: 'ok', mcp: { ok: true, servers: [a] }, workers: [{ worker: 'w1', servers: [a] }] });
+  expect((await send({ worker: 'w2', everyMs: 60_000, servers: [{ ...a, state: 'unavailable', toolCount: 0, error: 'spawn failed' }] })).statusCode).toBe(204);
+  const both = await health();
+  expect(both.status).toBe('degraded');
+  expect(both.mcp.servers[0]).toMatchObject({ server: 'a', state: 'unavailable', error: 'unavailable on 1 of 2 workers: spawn failed' });
+  expect(both.workers.map((w: { worker: string }) => w.worker)).toEqual(['w1', 'w2']);
+  expect(catalogCalls).toBe(0);
+  // The internal route stays out of the public document.
+  expect(JSON.stringify((await app.inject({ method: 'GET', url: '/openapi.json' })).json().paths)).not.toContain('/internal/');
 });
 
 test('hundreds of malformed requests produce no 5xx', async () => {

@@ -169,10 +169,21 @@ test('GET /v1/tools and /healthz report both servers, and the unreachable one as
   expect(names).toEqual(expect.arrayContaining(['notes__add_note', 'everything__echo', 'everything__get-sum']));
   for (const n of names) expect(n).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
 
-  const health = await getJson(`${sys.apiUrl}/healthz`);
+  // From the worker's reports, starting no workflow: no catalog workflow starts after this point.
+  const since = new Date().toISOString();
+  const catalogRuns = async () =>
+    (await sys.client.workflow.count(`TaskQueue="${sys.taskQueue}" AND WorkflowType="catalogWorkflow" AND StartTime > "${since}"`)).count;
+  const health = await waitFor(async () => {
+    const h = await getJson(`${sys.apiUrl}/healthz`);
+    return h.body.mcp.servers.length === 3 ? h : undefined;
+  });
   expect(health.status).toBe(200);
   expect(health.body.temporal.ok).toBe(true);
   expect(health.body.status).toBe('degraded');
+  expect(health.body.workers).toHaveLength(1);
+  for (let i = 0; i < 5; i++) expect((await getJson(`${sys.apiUrl}/healthz`)).status).toBe(200);
+  await new Promise((r) => setTimeout(r, 1_000)); // visibility lags a little behind starts
+  expect(await catalogRuns()).toBe(0);
   const byName = Object.fromEntries(health.body.mcp.servers.map((s: { server: string; state: string }) => [s.server, s.state]));
   expect(byName).toEqual({ notes: 'connected', everything: 'connected', offline: 'unavailable' });
 

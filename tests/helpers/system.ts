@@ -186,6 +186,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       AUDIT_LOG: auditFile,
       LIVE_SECRET: liveSecret,
       LIVE_PUSH_URL: `http://127.0.0.1:${apiPort}/internal/live`,
+      // /healthz follows the workers' reports: often enough that a test sees a server go down at once.
+      WORKER_REPORT_MS: '1000',
       ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
       // OAuth-protected servers: the token store the API's callback route shares, and that route.
       OAUTH_STORE_DIR: path.join(dir, 'oauth'),
