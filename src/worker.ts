@@ -7,6 +7,7 @@ import { sessionOfTurn } from './shared/ids';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
+import { postgresAuditStore } from './audit/pg-store';
 import { ConfigError, loadEnvConfig, oauthRedirectUrl } from './config';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
   // Servers with `auth: { type: "oauth" }` act for each user; their tokens live in the sealed store
   // the API's callback route also writes to.
   // With POSTGRES_URL the store is PostgreSQL, shared by workers and API replicas on other machines.
-  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 4 }) : undefined;
+  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 8 }) : undefined;
   pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
   const oauth = env.TOKEN_SEAL_KEY
     ? {
@@ -110,7 +111,8 @@ async function main(): Promise<void> {
       ? createLivePublisher({ url: env.LIVE_PUSH_URL, secret: env.LIVE_SECRET, logger })
       : createNoopPublisher();
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
-  const audit = new AuditLog(env.AUDIT_LOG, { redaction });
+  if (env.AUDIT_STORE === 'postgres' && !pool) throw new ConfigError('environment: AUDIT_STORE: postgres needs POSTGRES_URL');
+  const audit = new AuditLog(pool && env.AUDIT_STORE === 'postgres' ? await postgresAuditStore(pool) : env.AUDIT_LOG, { redaction });
   const metrics = createWorkerMetrics({
     circuits: () => Object.keys(mcpConfig.current().mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
   });

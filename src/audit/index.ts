@@ -7,8 +7,11 @@ export {
   MAX_DETAIL_CHARS,
 } from './schema';
 export type { AuditActor, AuditEntry, AuditKind, AuditOutcome } from './schema';
-export { argsDigest, AuditLog, AuditLogError } from './log';
-export type { AuditInput, AuditLogErrorCode, AuditLogOptions, AuditSink } from './log';
+export { argsDigest, AuditLog } from './log';
+export type { AuditInput, AuditLogOptions, AuditSink } from './log';
+export { AuditLogError } from './chain';
+export type { AuditChainStore, AuditLogErrorCode } from './chain';
+export { FileAuditStore } from './file-store';
 export {
   DEFAULT_REDACTION,
   EMAIL_PATTERN,

@@ -4,7 +4,7 @@ import { AuditEntrySchema, computeEntryHash, GENESIS_HASH } from './schema';
 import { describeIssues } from '../shared/issues';
 
 export interface AuditBreak {
-  /** 1-based line number in the file. */
+  /** 1-based line number in the file (for a PostgreSQL chain: the position of the row, in seq order). */
   line: number;
   /** The seq the broken line claims, when it has one. */
   seq?: number;
@@ -19,7 +19,7 @@ export type AuditVerifyResult =
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 const NEWLINE = 0x0a;
 
-interface ChainState {
+export interface ChainState {
   seq: number;
   hash: string;
 }
@@ -109,7 +109,7 @@ async function snapshotSize(file: string): Promise<number | undefined> {
 }
 
 /** Checks one line against the chain so far; advances `state` and returns undefined when it is good. */
-function checkLine(text: string, line: number, state: ChainState): AuditBreak | undefined {
+export function checkLine(text: string, line: number, state: ChainState): AuditBreak | undefined {
   if (text.trim() === '') return { line, reason: 'not valid JSON (empty line)' };
   let raw: unknown;
   try {

@@ -1,16 +1,30 @@
 /**
- * Verifies a hash-chained audit log written by src/audit/log.ts:
+ * Verifies a hash-chained audit log written by src/audit/log.ts, in a file or in PostgreSQL:
  *
  *   node dist/src/cli/audit-verify.js <file>
+ *   node dist/src/cli/audit-verify.js postgres://user:password@host:5432/db
  *
  * Exit 0 and `OK: N entries, head <hash>` when the chain is intact (record the head hash elsewhere:
  * it is what makes a later truncation or tail rewrite detectable); exit 1 and
  * `BROKEN at line L (seq S): <reason>` at the first break; exit 2 for usage errors or a file that
  * cannot be read, since no verdict was reached.
  */
+import { Pool } from 'pg';
+import { verifyAuditTable } from '../audit/pg-store';
 import { verifyAuditLog } from '../audit/verify';
 
-const USAGE = 'usage: audit-verify <audit-log.jsonl>';
+const USAGE = 'usage: audit-verify <audit-log.jsonl | postgres://...>';
+const POSTGRES = /^postgres(ql)?:\/\//;
+
+async function verifyTable(url: string): Promise<Awaited<ReturnType<typeof verifyAuditTable>>> {
+  const pool = new Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => undefined);
+  try {
+    return await verifyAuditTable(pool);
+  } finally {
+    await pool.end();
+  }
+}
 
 export async function runAuditVerify(argv: string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
   if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h')) {
@@ -30,17 +44,20 @@ export async function runAuditVerify(argv: string[], out: (line: string) => void
   }
   let result: Awaited<ReturnType<typeof verifyAuditLog>>;
   try {
-    result = await verifyAuditLog(file);
+    result = POSTGRES.test(file) ? await verifyTable(file) : await verifyAuditLog(file);
   } catch (e) {
-    err(`audit-verify: cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    // A connection string is never echoed: it may hold a password.
+    const what = POSTGRES.test(file) ? 'the PostgreSQL audit table' : file;
+    err(`audit-verify: cannot read ${what}: ${e instanceof Error ? e.message : String(e)}`);
     return 2;
   }
   if (result.ok) {
-    out(`OK: ${result.entries} entries, head ${result.headHash}${result.missing ? ` (${file} does not exist)` : ''}`);
+    const missing = POSTGRES.test(file) ? 'the table dmh_audit does not exist' : `${file} does not exist`;
+    out(`OK: ${result.entries} entries, head ${result.headHash}${result.missing ? ` (${missing})` : ''}`);
     return 0;
   }
   const { line, seq, reason } = result.firstBad;
-  out(`BROKEN at line ${line}${seq === undefined ? '' : ` (seq ${seq})`}: ${reason}`);
+  out(`BROKEN at ${POSTGRES.test(file) ? 'row' : 'line'} ${line}${seq === undefined ? '' : ` (seq ${seq})`}: ${reason}`);
   return 1;
 }
 

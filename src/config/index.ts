@@ -28,6 +28,11 @@ const EnvSchema = z.object({
   HOST_CONFIG: z.string().min(1).default('examples/host.json'),
   POLICY_FILE: z.string().min(1).default('examples/policy.json'),
   AUDIT_LOG: z.string().min(1).default('.data/audit.jsonl'),
+  /**
+   * Worker: where the audit chain lives. `file` (AUDIT_LOG; workers on one host) or `postgres` (table
+   * dmh_audit in POSTGRES_URL, for workers on several machines).
+   */
+  AUDIT_STORE: z.enum(['file', 'postgres']).default('file'),
   AUDIT_REDACTION: z.string().min(1).optional(),
   TOKEN_SEAL_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   /**

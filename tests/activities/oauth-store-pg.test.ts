@@ -4,32 +4,14 @@
  * per-user lock excludes across them; a wrong seal key reads nothing; the callback route works on it.
  */
 import Fastify from 'fastify';
-import { Pool } from 'pg';
 import { oauthCallbackRoutes } from '../../src/api/routes/oauth-callback';
 import { oauthKeys, type PendingAuthorization } from '../../src/security/oauth-store';
 import { PostgresOAuthStore } from '../../src/security/oauth-store-pg';
-import { startPostgres, type TestPostgres } from '../helpers/postgres';
+import { usePostgres } from '../helpers/postgres';
 
 const KEY = 'pg-store-seal-key-0123456789abcdef-xyz';
-let pg: TestPostgres;
-const pools: Pool[] = [];
-
-const pool = (): Pool => {
-  const p = new Pool({ connectionString: pg.url, max: 4 });
-  // As in the API and the worker: an idle connection that breaks (the server stopping) is not a crash.
-  p.on('error', () => undefined);
-  pools.push(p);
-  return p;
-};
-
-beforeAll(async () => {
-  pg = await startPostgres();
-}, 90_000);
-
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.end()));
-  await pg?.stop();
-});
+const pg = usePostgres();
+const { pool, pools } = pg;
 
 test('one machine writes, another reads; values sealed and keys hashed at rest; a wrong key reads nothing', async () => {
   const a = new PostgresOAuthStore(pool(), KEY);

@@ -9,6 +9,8 @@ import { SCHOOL_HOST, startSchoolSystem, type SchoolSystem } from '../helpers/sc
 import { defaultHostConfig, DIST, EXAMPLE_RULES, JWT_AUDIENCE, JWT_ISSUER, ROOT } from '../helpers/system';
 import { connectWs } from '../helpers/ws';
 import { sseEvents } from '../../src/shared/sse';
+import { Pool } from 'pg';
+import { verifyAuditTable } from '../../src/audit/pg-store';
 
 /**
  * More than one API replica on real processes: two API processes sharing PostgreSQL (live text over
@@ -59,7 +61,8 @@ beforeAll(async () => {
   }
   // Workers push to the first replica only, as a load balancer may route them.
   for (let i = 0; i < 3; i++) {
-    workers.push(await sys.startWorker({ LIVE_PUSH_URL: `${apis[0]?.url ?? ''}/internal/live`, LIVE_SECRET: liveSecret }));
+    // Their audit chain is one PostgreSQL table (the file's lock holds on one host only).
+    workers.push(await sys.startWorker({ LIVE_PUSH_URL: `${apis[0]?.url ?? ''}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: pg.url, AUDIT_STORE: 'postgres' }));
   }
   // One turn first, read through both replicas, so the tests do not pay for cold processes: workers
   // spawning their MCP servers and loading the workflow bundle, and a fresh replica's first read of a
@@ -222,4 +225,21 @@ test('the worker running a payment is SIGKILLed: another worker finishes the tur
   expect(invoice?.status).toBe('paid');
   expect(store.transactions.filter((t) => t.invoiceId === unpaid?.id)).toHaveLength(1);
   expect(store.outbox.filter((m) => m.subject === `Payment receipt for invoice ${unpaid?.id ?? ''}`)).toHaveLength(1);
+
+  // Every worker appended to the one chain in PostgreSQL, which verifies; the payment's attempts are
+  // all there (the killed worker's too), each with its worker attempt number.
+  const db = new Pool({ connectionString: pg.url, max: 1 });
+  db.on('error', () => undefined);
+  try {
+    const verified = await verifyAuditTable(db);
+    expect(verified.ok).toBe(true);
+    const { rows } = await db.query<{ entry: string }>('SELECT entry FROM dmh_audit ORDER BY seq');
+    const entries = rows.map((r) => JSON.parse(r.entry) as { kind: string; tool?: string; workflowId?: string; attempt?: number; outcome?: string });
+    expect(verified.ok && verified.entries).toBe(entries.length);
+    const payment = entries.filter((e) => e.workflowId === post.body.turnId && e.tool === 'process_payment');
+    expect(payment.filter((e) => e.kind === 'tool_call').length).toBeGreaterThanOrEqual(2);
+    expect(payment.filter((e) => e.kind === 'tool_result' && e.outcome === 'ok')).toHaveLength(1);
+  } finally {
+    await db.end();
+  }
 }, 150_000);

@@ -1,3 +1,4 @@
+import { Pool } from 'pg';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,6 +29,33 @@ export async function startPostgres(): Promise<TestPostgres> {
     stop: async () => {
       await proc.stop(20_000);
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A PostgreSQL started for the test file (beforeAll) and pools on it that stand for processes on
+ * other machines; all ended and the server stopped in afterAll.
+ */
+export function usePostgres(): { url(): string; pool(): Pool; pools: Pool[] } {
+  let pg: TestPostgres | undefined;
+  const pools: Pool[] = [];
+  beforeAll(async () => {
+    pg = await startPostgres();
+  }, 90_000);
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    await pg?.stop();
+  });
+  return {
+    pools,
+    url: () => pg?.url ?? '',
+    pool: () => {
+      const p = new Pool({ connectionString: pg?.url, max: 4 });
+      // As in the API and the worker: an idle connection that breaks (the server stopping) is not a crash.
+      p.on('error', () => undefined);
+      pools.push(p);
+      return p;
     },
   };
 }

@@ -24,7 +24,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as ts from 'typescript';
 import { canonicalJson, sha256Hex } from '../../src/audit/canonical';
-import { argsDigest, AuditLog, AuditLogError, type AuditInput } from '../../src/audit/log';
+import { argsDigest, AuditLog, type AuditInput } from '../../src/audit/log';
+import { AuditLogError } from '../../src/audit/chain';
 import { redactionToken } from '../../src/audit/redact';
 import { computeEntryHash, GENESIS_HASH, type AuditEntry } from '../../src/audit/schema';
 import { verifyAuditLog } from '../../src/audit/verify';
@@ -554,7 +555,7 @@ describe('with real processes', () => {
       const res = await run([cli(), ...args]);
       expect(res.code).toBe(2);
       expect(res.stdout).toBe('');
-      expect(res.stderr).toMatch(/usage: audit-verify <audit-log\.jsonl>/);
+      expect(res.stderr).toMatch(/usage: audit-verify <audit-log\.jsonl \| postgres:\/\/\.\.\.>/);
     });
 
     it('exits 2 when the file cannot be read', async () => {
