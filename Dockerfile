@@ -1,15 +1,31 @@
-# One image for the worker, the API and the demo model; the command picks the role.
-FROM node:20-bookworm-slim
+# One image for the API, the worker, the example MCP servers and the demo model; the command picks the
+# role (see docker-compose.yml). Two stages: the build has the dev dependencies (TypeScript, the
+# workflow bundler's inputs); the image has production dependencies only, the compiled code, the
+# prebuilt workflow bundle and the example data. No tests, no sources.
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY examples ./examples
-COPY tests ./tests
-COPY bench ./bench
-RUN npx tsc -p tsconfig.json && node dist/src/cli/bundle-workflows.js && mkdir -p /app/.data && chown node:node /app/.data
-# Dev dependencies stay: tsc built dist/, and the example config runs server-everything from them.
+RUN npx tsc -p tsconfig.json && node dist/src/cli/bundle-workflows.js
+
+FROM node:22-bookworm-slim
 ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist/src ./dist/src
+# The example servers the stack runs (not the test-only OAuth example, which needs express).
+COPY --from=build /app/dist/examples/servers/school ./dist/examples/servers/school
+COPY --from=build /app/dist/examples/servers/notes-server.js /app/dist/examples/servers/http-util.js ./dist/examples/servers/
+COPY console ./console
+COPY examples/demo-model ./examples/demo-model
+COPY examples/host.json examples/policy.json examples/audit-redaction.json ./examples/
+# The compose stack mounts the user's files over these.
+COPY deploy/config/mcp.json examples/host.json examples/policy.json ./config/
+ENV MCP_CONFIG=/app/config/mcp.json HOST_CONFIG=/app/config/host.json POLICY_FILE=/app/config/policy.json
+RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 CMD ["node", "dist/src/worker.js"]

@@ -32,8 +32,12 @@ export function sendJsonRpcError(res: http.ServerResponse, status: number, code:
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
-/** Only local clients: a browser page must not reach the server through DNS rebinding. */
-export function hostAllowed(req: http.IncomingMessage, port: number): boolean {
+/**
+ * A browser page must not reach the server through DNS rebinding: the Host header must name the
+ * server as its clients know it, local names by default plus `extra` (e.g. `payments:4020`, the
+ * name other containers use in the compose stack).
+ */
+export function hostAllowed(req: http.IncomingMessage, port: number, extra: readonly string[] = []): boolean {
   const host = req.headers.host ?? '';
-  return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(host);
+  return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, ...extra].includes(host);
 }

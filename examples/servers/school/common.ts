@@ -5,9 +5,11 @@
  *
  * Command line of every server:
  *   node dist/examples/servers/school/<name>-server.js [--stdio] [--data FILE]
- *   node dist/examples/servers/school/<name>-server.js --http [--port N] [--data FILE]
- * In HTTP mode the server listens on 127.0.0.1 (port 0 = any free port) and prints
- * `<NAME>_SERVER_URL=http://127.0.0.1:PORT/mcp` on stdout once it is listening.
+ *   node dist/examples/servers/school/<name>-server.js --http [--port N] [--host H] [--allowed-host NAME:PORT ...] [--data FILE]
+ * In HTTP mode the server listens on 127.0.0.1 (or --host; port 0 = any free port) and prints
+ * `<NAME>_SERVER_URL=http://127.0.0.1:PORT/mcp` on stdout once it is listening. Requests must name
+ * it in their Host header as 127.0.0.1, localhost or [::1] with its port, or as an --allowed-host
+ * (how other machines reach it: `payments:4020` in the compose stack).
  * Logs go to stderr: in stdio mode stdout belongs to the protocol.
  */
 import { randomUUID } from 'node:crypto';
@@ -318,12 +320,18 @@ export function ofTenant<T extends { tenantId: string }>(records: readonly T[], 
 export interface ServerOptions {
   mode: 'stdio' | 'http';
   port: number;
+  /** The address to listen on in HTTP mode. */
+  host: string;
+  /** Host header values accepted besides the local names (DNS rebinding protection). */
+  allowedHosts: string[];
   dataFile: string;
 }
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServerOptions {
   let mode: ServerOptions['mode'] = 'stdio';
   let port = 0;
+  let host = '127.0.0.1';
+  const allowedHosts: string[] = [];
   let data: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -337,10 +345,15 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     else if (arg === '--port') {
       port = Number(value());
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be 0..65535');
+    } else if (arg === '--host') host = value();
+    else if (arg === '--allowed-host') {
+      const name = value();
+      if (!/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/.test(name)) throw new Error('--allowed-host must be NAME:PORT, as clients write it in the Host header');
+      allowedHosts.push(name);
     } else if (arg === '--data') data = value();
-    else throw new Error(`unknown argument: ${arg} (use [--stdio] | --http [--port N], [--data FILE])`);
+    else throw new Error(`unknown argument: ${arg} (use [--stdio] | --http [--port N] [--host H] [--allowed-host NAME:PORT], [--data FILE])`);
   }
-  return { mode, port, dataFile: resolveDataFile(data, env) };
+  return { mode, port, host, allowedHosts, dataFile: resolveDataFile(data, env) };
 }
 
 interface Session {
@@ -391,7 +404,7 @@ async function serveHttp(opts: ServerOptions, rt: Runtime, create: () => McpServ
   const httpServer = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const work = async (): Promise<void> => {
-      if (!hostAllowed(req, port)) {
+      if (!hostAllowed(req, port, opts.allowedHosts)) {
         res.writeHead(403).end('forbidden host');
         return;
       }
@@ -410,13 +423,13 @@ async function serveHttp(opts: ServerOptions, rt: Runtime, create: () => McpServ
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
-    httpServer.listen(opts.port, '127.0.0.1', () => resolve());
+    httpServer.listen(opts.port, opts.host, () => resolve());
   });
   const address = httpServer.address();
   port = typeof address === 'object' && address ? address.port : opts.port;
   // On stdout, once: scripts and tests wait for this line.
   process.stdout.write(`${urlVariable}=http://127.0.0.1:${port}/mcp\n`);
-  rt.log(`Streamable HTTP on 127.0.0.1:${port}, data in ${rt.store.file}`);
+  rt.log(`Streamable HTTP on ${opts.host}:${port}, data in ${rt.store.file}`);
 
   return async () => {
     await Promise.allSettled([...sessions.values()].map((s) => s.server.close()));

@@ -1,0 +1,178 @@
+/**
+ * The production compose stack, checked as far as a machine without a Docker engine allows: the file
+ * is loaded by compose-go, the library `docker compose` itself uses (schema, interpolation,
+ * references between services), through scripts/compose-check.sh, and the normalized project is
+ * checked for the defects an operator hit before (unreachable servers, start order, restart
+ * policies, a fixed API port that blocked --scale, retention). The images themselves are not built
+ * or run here (tests/e2e/image.e2e.test.ts runs the image's file layout instead).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { loadHostConfig } from '../../src/config';
+import { loadPolicyFile } from '../../src/config/policy';
+import { loadMcpConfig } from '../../src/mcp/config';
+import { ROOT } from '../helpers/system';
+
+const run = promisify(execFile);
+const COMPOSE = path.join(ROOT, 'docker-compose.yml');
+
+/** The variables deploy/env.example sets, as an operator's .env would. */
+function exampleEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(path.join(ROOT, 'deploy/env.example'), 'utf8').split('\n')) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line);
+    if (m) env[m[1] as string] = m[2] as string;
+  }
+  return env;
+}
+
+async function composeConfig(env: Record<string, string>): Promise<{ ok: true; project: Project } | { ok: false; error: string }> {
+  const args = [path.join(ROOT, 'scripts/compose-check.sh'), ...Object.entries(env).flatMap(([k, v]) => ['-env', `${k}=${v}`]), COMPOSE];
+  try {
+    const { stdout } = await run('bash', args, { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+    return { ok: true, project: JSON.parse(stdout) as Project };
+  } catch (err) {
+    return { ok: false, error: String((err as { stderr?: string }).stderr ?? err) };
+  }
+}
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: Array<{ target: number; published?: string }>;
+  depends_on?: Record<string, { condition: string }>;
+  restart?: string;
+  healthcheck?: { test?: string[] };
+  volumes?: Array<{ type: string; source: string; target: string; read_only?: boolean }>;
+}
+interface Project {
+  services: Record<string, Service>;
+}
+
+let project: Project;
+beforeAll(async () => {
+  const loaded = await composeConfig(exampleEnv());
+  if (!loaded.ok) throw new Error(`docker-compose.yml does not load: ${loaded.error}`);
+  project = loaded.project;
+}, 180_000);
+
+const service = (name: string): Service => {
+  const s = project.services[name];
+  if (!s) throw new Error(`no service ${name}`);
+  return s;
+};
+
+test('maintained Temporal images on PostgreSQL: schema step, server, namespace step, UI; never auto-setup', () => {
+  const images = Object.values(project.services).map((s) => s.image ?? '');
+  expect(images.some((i) => i.includes('auto-setup'))).toBe(false);
+  expect(service('temporal').image).toMatch(/^temporalio\/server:1\.32\.\d+$/);
+  expect(service('temporal-schema').image).toMatch(/^temporalio\/admin-tools:/);
+  expect(service('temporal-namespace').image).toMatch(/^temporalio\/admin-tools:/);
+  expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:/);
+  expect(service('temporal').environment).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgresql' });
+  // The order: schema before the server, the namespace (with its retention) before api and worker.
+  expect(service('temporal-schema').depends_on?.['postgresql']?.condition).toBe('service_healthy');
+  expect(service('temporal').depends_on?.['temporal-schema']?.condition).toBe('service_completed_successfully');
+  expect(service('temporal-namespace').depends_on?.['temporal']?.condition).toBe('service_healthy');
+  expect(service('temporal-namespace').environment?.['NAMESPACE_RETENTION']).toBe('720h');
+  for (const name of ['api', 'worker']) {
+    expect(service(name).depends_on?.['temporal-namespace']?.condition).toBe('service_completed_successfully');
+  }
+  // The scripts the steps run are in the repository, where the compose file mounts them from.
+  for (const s of ['temporal-schema', 'temporal-namespace']) {
+    const mount = service(s).volumes?.find((v) => v.target === '/deploy');
+    const script = service(s).command?.[0] ?? '';
+    expect(existsSync(path.join(ROOT, mount?.source ?? '', path.basename(script)))).toBe(true);
+  }
+});
+
+test('api replicas behind a load balancer: no fixed API port, healthchecks and restart policies', () => {
+  expect(service('api').ports ?? []).toEqual([]);
+  expect(service('lb').ports?.map((p) => [p.target, p.published])).toEqual([[8000, '3000']]);
+  expect(readFileSync(path.join(ROOT, 'deploy/caddy/Caddyfile'), 'utf8')).toMatch(/dynamic a \{\s*name api\s*port 3000/);
+  for (const name of ['api', 'worker']) {
+    expect(service(name).restart).toBe('unless-stopped');
+    expect(service(name).healthcheck?.test?.join(' ')).toMatch(/fetch\('http:\/\/127\.0\.0\.1:\d+\/(healthz|metrics)'\)/);
+  }
+  // The worker's healthcheck reads the metrics endpoint it is told to serve.
+  expect(service('worker').environment).toMatchObject({ WORKER_METRICS_PORT: '9464', WORKER_METRICS_HOST: '0.0.0.0' });
+});
+
+test('shared state wired: PostgreSQL for every replica and worker, live text and reports through the balancer, audit in the table', () => {
+  const api = service('api').environment ?? {};
+  const worker = service('worker').environment ?? {};
+  expect(api['POSTGRES_URL']).toMatch(/^postgres:\/\/[^@]+@postgresql:5432\/dmh$/);
+  expect(worker['POSTGRES_URL']).toBe(api['POSTGRES_URL']);
+  expect(worker['AUDIT_STORE']).toBe('postgres');
+  expect(worker['LIVE_PUSH_URL']).toBe('http://lb:8000/internal/live');
+  expect(worker['LIVE_SECRET']).toBe(api['LIVE_SECRET']);
+  expect(service('temporal-schema').environment?.['DMH_DATABASE']).toBe('dmh');
+});
+
+test('the payments server listens beyond loopback and accepts the name the worker uses', () => {
+  const command = service('payments').command ?? [];
+  const url = new URL(service('worker').environment?.['PAYMENTS_SERVER_URL'] ?? '');
+  expect(command[command.indexOf('--host') + 1]).toBe('0.0.0.0');
+  expect(command[command.indexOf('--allowed-host') + 1]).toBe(url.host);
+  expect(command).toContain(url.port);
+});
+
+test("the user's MCP config, host config and policy are mounted read-only, and the defaults load", () => {
+  const mounts = Object.fromEntries((service('worker').volumes ?? []).map((v) => [v.target, v]));
+  for (const target of ['/app/config/mcp.json', '/app/config/host.json', '/app/config/policy.json']) {
+    expect(mounts[target]?.read_only).toBe(true);
+    expect(existsSync(path.resolve(ROOT, mounts[target]?.source ?? ''))).toBe(true);
+  }
+  expect(service('api').environment).toMatchObject({ HOST_CONFIG: '/app/config/host.json', POLICY_FILE: '/app/config/policy.json' });
+  const mcp = loadMcpConfig(path.resolve(ROOT, mounts['/app/config/mcp.json']?.source ?? ''), { PAYMENTS_SERVER_URL: 'http://payments:4020/mcp' });
+  // Every context resource the host config names comes from a configured server.
+  const host = loadHostConfig(path.resolve(ROOT, mounts['/app/config/host.json']?.source ?? ''));
+  const named = [host.context, ...Object.values(host.contextByRole ?? {})].flatMap((c) => c?.resources ?? []).map((r) => r.server);
+  expect(Object.keys(mcp.mcpServers)).toEqual(expect.arrayContaining([...new Set(named)]));
+  expect(() => loadPolicyFile(path.resolve(ROOT, mounts['/app/config/policy.json']?.source ?? ''))).not.toThrow();
+});
+
+test('missing secrets stop the stack before it starts, naming each one', async () => {
+  const env = exampleEnv();
+  for (const secret of ['POSTGRES_PASSWORD', 'LIVE_SECRET', 'TOKEN_SEAL_KEY', 'JWT_SECRET', 'METRICS_TOKEN']) {
+    const { [secret]: _dropped, ...rest } = env;
+    const result = await composeConfig(rest);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error).toContain(`required variable ${secret} is missing a value`);
+  }
+}, 60_000);
+
+test('the production image needs no dev dependency at run time: every package dist/ requires is a dependency', () => {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  expect(runtime).toMatch(/npm ci --omit=dev/);
+  // What the runtime stage copies from the build: compiled src and examples, never tests or bench.
+  const copied = [...runtime.matchAll(/^COPY --from=build (.+) \S+$/gm)].flatMap((m) => (m[1] as string).split(' ').map((p) => p.replace(/^\/app\//, '')));
+  expect(copied.every((p) => p.startsWith('dist/src') || p.startsWith('dist/examples/'))).toBe(true);
+  expect(copied).toContain('dist/src');
+  const missing = new Set<string>();
+  const check = (file: string): void => {
+    for (const m of readFileSync(file, 'utf8').matchAll(/require\("([^".][^"]*)"\)/g)) {
+      const spec = m[1] as string;
+      const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
+      if (builtinModules.includes(name) || name.startsWith('node:')) continue;
+      if (!(name in pkg.dependencies)) missing.add(`${path.relative(ROOT, file)}: ${name}`);
+    }
+  };
+  const walk = (dir: string): void => {
+    if (!statSync(dir).isDirectory()) return check(dir);
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith('.js') && entry.name !== 'workflow-bundle.js') check(file);
+    }
+  };
+  for (const dir of copied) walk(path.join(ROOT, dir));
+  expect([...missing]).toEqual([]);
+});
