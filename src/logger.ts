@@ -1,15 +1,18 @@
 import pino from 'pino';
+import { traceFields } from './telemetry/context';
 
 export type Logger = pino.Logger;
 
 /**
  * Structured logs (pino). Redaction is a second line of defence: secrets should never reach a log
- * call in the first place.
+ * call in the first place. A line written inside an OpenTelemetry span carries its trace_id and
+ * span_id.
  */
 export function createLogger(name: string, level: string): Logger {
   return pino({
     name,
     level,
+    mixin: traceFields,
     redact: {
       paths: ['apiKey', '*.apiKey', 'headers.authorization', '*.headers.authorization', 'authorization', 'env', '*.env'],
       censor: '[redacted]',

@@ -1,3 +1,5 @@
+// First: tracing patches modules (http) as they load.
+import { tracing } from './telemetry/register-worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
@@ -25,6 +27,7 @@ import { createWorkerMetrics, serveMetrics } from './metrics';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
+import { tracingWorkerOptions, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './cli/workflow-bundle';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 
 /** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
@@ -121,17 +124,20 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;
   try {
-    const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> =
+    const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> =
       existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
-        : { workflowsPath: require.resolve('./workflows') };
+        : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } };
+    const traced = tracingWorkerOptions(tracing);
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
+      interceptors: { ...bundle.interceptors, activity: traced.interceptors.activity },
       // Turn outcomes for metrics and the log: called by the turn workflow, never during replay.
       sinks: {
+        ...traced.sinks,
         metrics: {
           turnFinished: {
             fn: (info: WorkflowInfo, outcome: TurnOutcome, llmSteps: number, toolCalls: number) => {
@@ -198,6 +204,7 @@ async function main(): Promise<void> {
     await hub.close();
     await pool?.end();
     await connection.close();
+    await tracing.shutdown();
   }
 }
 

@@ -4,6 +4,7 @@
  * a new workflow of that bundle costs the worker. Prints WORKER_READY once polling.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { tracingWorkerOptions } from '../../src/cli/workflow-bundle';
 
 async function main(): Promise<void> {
   const [address, taskQueue, bundle] = process.argv.slice(2);
@@ -13,6 +14,8 @@ async function main(): Promise<void> {
     connection,
     taskQueue,
     workflowBundle: { codePath: bundle },
+    // The bundle's tracing interceptors export through this sink (a no-op here).
+    sinks: tracingWorkerOptions().sinks,
     activities: { listCatalog: async () => ({ tools: [], servers: [] }) },
   });
   process.once('SIGTERM', () => worker.shutdown());

@@ -127,8 +127,10 @@ function createNotesServer(store: NotesStore): McpServer {
     async ({ text }, extra) => {
       const rawKey = extra._meta?.[IDEMPOTENCY_KEY_META_KEY];
       const key = typeof rawKey === 'string' && rawKey !== '' ? rawKey : undefined;
+      const traceparent = extra._meta?.['traceparent'];
       const { note, duplicate } = await store.add(text, key);
-      if (duplicate) log(`add_note: idempotency key seen before, returning note ${note.id} unchanged`);
+      // The host's trace, so this server's log lines can be joined to it.
+      log(`add_note: note ${note.id}${duplicate ? ' (idempotency key seen before, unchanged)' : ''} traceparent=${typeof traceparent === 'string' ? traceparent : '-'}`);
       return {
         content: [{ type: 'text', text: `Saved note ${note.id}: ${note.text}` }],
         structuredContent: { ...note },

@@ -1,4 +1,7 @@
+// First: tracing patches modules (http) as they load.
+import { tracing } from '../telemetry/register-api';
 import { Client, Connection } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { ConfigError, loadEnvConfig, loadHostConfig, turnSettingsFrom } from '../config';
 import { reloadableFile, reloadOnSighup } from '../config/reload';
 import { createLogger } from '../logger';
@@ -44,7 +47,8 @@ async function main(): Promise<void> {
   const policy = reloadableFile({ file: env.POLICY_FILE, what: 'policy', load: loadPolicyFile, logger, pollMs: env.CONFIG_POLL_MS });
   const stopReloading = reloadOnSighup([host, policy]);
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
-  const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+  // Starts, updates, signals and queries carry the request's trace to the workflows (their headers).
+  const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
   const liveHub = createLiveTextHub();
@@ -94,6 +98,7 @@ async function main(): Promise<void> {
     await pool?.end();
     liveHub.close();
     await connection.close();
+    await tracing.shutdown();
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown());

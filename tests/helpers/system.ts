@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
@@ -59,7 +60,8 @@ export async function connectClient(address: string): Promise<Client> {
   for (;;) {
     try {
       const connection = await Connection.connect({ address });
-      const client = new Client({ connection });
+      // As the API connects (src/api/main.ts): starts, updates and signals carry the trace context.
+      const client = new Client({ connection, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
       await client.workflowService.getSystemInfo({});
       await ensureSearchAttributes(client, 'default');
       return client;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
+import { tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
 
 /**
  * Every committed history must replay against today's workflow code: a failure here means a
@@ -20,26 +21,30 @@ function load(file: string) {
 test('there are committed histories to replay', () => {
   expect(files.length).toBeGreaterThanOrEqual(12);
   // The five seed patterns and a turn that lived through a worker crash are among them.
-  for (const name of ['session-run-1', 'session-run-2', 'turn-session-queued', 'pattern1', 'pattern2', 'pattern3', 'pattern4', 'pattern5', 'worker-crash', 'approval', 'policy-denial', 'cancelled', 'v1-', 'direct-tool-call', 'turn-refs-', 'authorization-wait', 'elicitation-answered', 'turn-sampling']) {
+  for (const name of ['session-run-1', 'session-run-2', 'turn-session-queued', 'pattern1', 'pattern2', 'pattern3', 'pattern4', 'pattern5', 'worker-crash', 'approval', 'policy-denial', 'cancelled', 'v1-', 'direct-tool-call', 'turn-refs-', 'authorization-wait', 'elicitation-answered', 'turn-sampling', 'turn-traced-two-servers', 'session-traced']) {
     expect(files.some((f) => f.includes(name))).toBe(true);
   }
 });
 
+/** The worker's sinks, as no-ops: replayed workflows reference them (nothing is called while replaying). */
+const REPLAY_SINKS = { ...tracingWorkerOptions().sinks, metrics: { turnFinished: { fn: () => undefined } } };
+
 describe('replay against the current workflow code', () => {
   let bundle: { code: string };
   beforeAll(async () => {
-    bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });
+    // As the worker runs them: with the OpenTelemetry workflow interceptors in the bundle.
+    bundle = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: quietLogger });
   }, 120_000);
 
   test.each(files)('%s replays deterministically', async (file) => {
-    await Worker.runReplayHistory({ workflowBundle: bundle, replayName: file }, load(file).history, load(file).workflowId);
+    await Worker.runReplayHistory({ workflowBundle: bundle, replayName: file, sinks: REPLAY_SINKS }, load(file).history, load(file).workflowId);
   });
 });
 
 describe('negative control: an altered workflow must fail to replay', () => {
   let bundle: { code: string };
   beforeAll(async () => {
-    bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('./altered'), logger: quietLogger });
+    bundle = await bundleWorkflowCode({ ...workflowBundleOptions(), workflowsPath: require.resolve('./altered'), logger: quietLogger });
   }, 120_000);
 
   // A history that ends before the workflow issued any command (a turn cancelled while it waited in
@@ -47,7 +52,7 @@ describe('negative control: an altered workflow must fail to replay', () => {
   const decisive = files.filter((f) => (f.includes('turn-') || f.includes('session-run-')) && !f.includes('cancelled-while-queued'));
   test.each(decisive)('%s is rejected by the altered code', async (file) => {
     const { history, workflowId } = load(file);
-    await expect(Worker.runReplayHistory({ workflowBundle: bundle, replayName: file }, history, workflowId)).rejects.toBeInstanceOf(
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle, replayName: file, sinks: REPLAY_SINKS }, history, workflowId)).rejects.toBeInstanceOf(
       DeterminismViolationError,
     );
   });

@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { startProtectedServer } from '../../examples/servers/protected-server';
 import { bearer, getJson, postJson, postMessage, readSse } from '../helpers/http';
@@ -286,7 +287,27 @@ async function captureSampling(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation] [sampling]`: the groups to capture (default all). */
+/**
+ * A turn and its session as workers run them since tracing (the OpenTelemetry interceptors in the
+ * bundle, trace context in the start, update, child and activity headers), with a tracer provider
+ * in this process so the client's span is real.
+ */
+async function captureTraced(): Promise<void> {
+  const provider = new BasicTracerProvider();
+  provider.register();
+  const sys = await startSystem();
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'traced', 'remember that traces ride in headers');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-traced-two-servers', body.turnId);
+    await save(sys, 'session-traced', sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), 'traced'));
+  } finally {
+    await sys.stop();
+    await provider.shutdown();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation] [sampling] [traced]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -300,6 +321,7 @@ async function all(): Promise<void> {
   if (want('oauth')) await captureOAuth();
   if (want('elicitation')) await captureElicitation();
   if (want('sampling')) await captureSampling();
+  if (want('traced')) await captureTraced();
 }
 
 all().catch((err: unknown) => {

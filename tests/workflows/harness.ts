@@ -18,6 +18,7 @@ import type { Catalog, CatalogTool } from '../../src/shared/tool-types';
 import type { LlmResponse, TurnEvent, TurnInput, TurnOptions, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import { connectClient, startTemporal } from '../helpers/system';
+import { tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
 
 export interface WorkflowEnv {
   client: Client;
@@ -45,7 +46,7 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const bundling = bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });
+    const bundling = bundleWorkflowCode({ ...workflowBundleOptions(), logger: quietLogger });
     let temporal: TemporalDevServer | undefined;
     try {
       temporal = await startTemporal(dir);
@@ -85,7 +86,7 @@ export async function startWorker(env: WorkflowEnv, activities: Activities, opti
     // Cancellation reaches an activity with a heartbeat response: send heartbeats without delay.
     maxHeartbeatThrottleInterval: '100 ms',
     // The turn workflow reports its end to the worker's metrics sink; these suites do not count turns.
-    sinks: { metrics: { turnFinished: { fn: () => undefined } } },
+    sinks: { ...tracingWorkerOptions().sinks, metrics: { turnFinished: { fn: () => undefined } } },
     ...options,
   });
   let failure: unknown;

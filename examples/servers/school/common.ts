@@ -87,6 +87,8 @@ export interface Caller {
   role?: string;
   scopes: string[];
   traceId?: string;
+  /** W3C trace context of the host's span for this request (`_meta.traceparent`, MCP 2026-07-28). */
+  traceparent?: string;
   /** The host's idempotency key for this tools/call, when it sent one. */
   idempotencyKey?: string;
 }
@@ -119,6 +121,8 @@ export function callerOf(extra: Extra, defaultTenant: string): Caller {
   if (Array.isArray(user.scopes)) caller.scopes = user.scopes.filter((s): s is string => typeof s === 'string');
   const trace = meta[TRACE_META_KEY];
   if (typeof trace === 'string' && trace !== '') caller.traceId = trace;
+  const traceparent = meta['traceparent'];
+  if (typeof traceparent === 'string' && /^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/.test(traceparent)) caller.traceparent = traceparent;
   const key = meta[IDEMPOTENCY_KEY_META_KEY];
   if (typeof key === 'string' && key !== '') caller.idempotencyKey = key;
   return caller;
@@ -218,7 +222,7 @@ export interface ReadContext {
 }
 
 function describeCall(tool: string, caller: Caller): string {
-  return `${tool} tenant=${caller.tenantId} user=${caller.userId ?? '-'} key=${caller.idempotencyKey ?? '-'} trace=${caller.traceId ?? '-'}`;
+  return `${tool} tenant=${caller.tenantId} user=${caller.userId ?? '-'} key=${caller.idempotencyKey ?? '-'} trace=${caller.traceId ?? '-'} traceparent=${caller.traceparent ?? '-'}`;
 }
 
 /** A tool that only reads: no lock, no idempotency record. DomainError → isError result. */
