@@ -5,7 +5,7 @@ import { ROOT } from '../tests/helpers/system';
 
 export const TARGETS = { addedPerStepP50Ms: 5, durableTurnsPerSecond: 50, pooledSpeedup: 50, firstSseEventP50Ms: 30, addedTtftP50Ms: 50 };
 export const SESSION = 'bench';
-export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'throughput'] as const;
+export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'throughput', 'scale'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Options {
@@ -22,6 +22,8 @@ export interface Options {
   streamHistoryTurns: number;
   chunkDelayMs: number;
   budgetS: number;
+  scaleTurns: number;
+  scaleConcurrency: number;
   sections: Section[];
   out: string;
 }
@@ -42,6 +44,8 @@ export function parseOptions(): Options {
       'stream-history-turns': { type: 'string' },
       'chunk-delay-ms': { type: 'string' },
       'budget-s': { type: 'string' },
+      'scale-turns': { type: 'string' },
+      'scale-concurrency': { type: 'string' },
       sections: { type: 'string' },
       out: { type: 'string' },
       quick: { type: 'boolean' },
@@ -66,6 +70,8 @@ export function parseOptions(): Options {
         '  --chunk-delay-ms N        streaming: demo model pause after each text chunk, both paths (default 2)',
         '  --budget-s N    skip a throughput level that would end after this many seconds (default 250;',
         '                  the streaming section\'s time is not counted)',
+        '  --scale-turns N          scale-out: turns per workers x APIs combination (default 40)',
+        '  --scale-concurrency N    scale-out: turns in flight (default 8)',
         `  --sections LIST run only these, comma-separated (default all: ${SECTIONS.join(',')})`,
         '  --out FILE      JSON results (default .data/bench/latest.json)',
         '  --quick         a smoke run with small counts',
@@ -100,6 +106,8 @@ export function parseOptions(): Options {
     streamHistoryTurns: Math.max(1, int(values['stream-history-turns'], quick ? 2 : 3, 'stream-history-turns')),
     chunkDelayMs: int(values['chunk-delay-ms'], 2, 'chunk-delay-ms'),
     budgetS: int(values['budget-s'], 250, 'budget-s'),
+    scaleTurns: Math.max(1, int(values['scale-turns'], quick ? 8 : 40, 'scale-turns')),
+    scaleConcurrency: Math.max(1, int(values['scale-concurrency'], quick ? 4 : 8, 'scale-concurrency')),
     sections,
     out: path.resolve(ROOT, values.out ?? '.data/bench/latest.json'),
   };

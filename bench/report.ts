@@ -1,6 +1,7 @@
 /** The printed report: the machine, every section's table and the targets. */
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
+import type { ScaleResult } from './sections/scale';
 import { temporalCli } from '../tests/helpers/system';
 import type { PoolingResult } from './lib/pooling';
 import { ms, round, table, type Summary } from './lib/stats';
@@ -41,6 +42,7 @@ export function render(
   pooling: PoolingResult[],
   streaming: StreamingResult | undefined,
   targets: Array<{ target: string; measured: string; met: boolean }>,
+  scale?: ScaleResult,
 ): string {
   const out: string[] = [];
   out.push(`Machine: ${m.nproc} CPUs (${m.cpuModel}), ${m.totalMemGiB} GiB, ${m.platform}, Node ${m.node}, ${m.temporalCli}`);
@@ -220,8 +222,34 @@ export function render(
     out.push('');
   }
   if (streaming) out.push(renderStreaming(streaming), '');
+  if (scale) out.push(renderScale(scale, opts), '');
   out.push('Targets (reported, not enforced)');
   out.push(table(['target', 'measured', 'met'], targets.map((t) => [t.target, t.measured, t.met ? 'yes' : 'no'])));
   return out.join('\n');
 }
 
+
+function renderScale(scale: ScaleResult, opts: Options): string {
+  const h = scale.history;
+  return [
+    `5. Scale-out: API processes and workers on PostgreSQL, 1-tool-step turns through the HTTP API, ${opts.scaleTurns} per row at concurrency ${scale.concurrency}`,
+    table(
+      ['workers', 'APIs', 'turns/s', 'vs 1 worker, 1 API', 'p50', 'p99', 'PG commits/turn', 'PG rows written/turn', 'NOTIFY/turn', 'CPU/turn workers', 'CPU/turn temporal'],
+      scale.rows.map((r) => [
+        String(r.workers),
+        String(r.apis),
+        r.turnsPerSecond.toFixed(2),
+        `${r.ratio.toFixed(2)}x`,
+        ms(r.p50Ms),
+        ms(r.p99Ms),
+        r.perTurn.pgCommits.toFixed(1),
+        r.perTurn.pgRowsWritten.toFixed(1),
+        r.perTurn.notifies.toFixed(2),
+        ms(r.perTurn.cpuWorkersMs),
+        ms(r.perTurn.cpuTemporalMs),
+      ]),
+    ),
+    `History of one 1-step turn: ${h.turnEvents} events, ${(h.turnBytes / 1024).toFixed(1)} KB; its session (first turn): ${h.sessionEvents} events, ${(h.sessionBytes / 1024).toFixed(1)} KB.`,
+    'PG commits and rows: the host database (rate limits, audit chain, worker reports, OAuth), from pg_stat_database; NOTIFY: live-text bus messages seen by a listener.',
+  ].join('\n');
+}

@@ -10,7 +10,9 @@
  *   4. streaming through the HTTP API: POST → first SSE event, time to first token (first `text_delta`)
  *      against the `openai` client streaming the same request straight from the demo model
  *      (interleaved), and history events per turn (turn and session workflows) for a short and a
- *      long answer. It runs before the throughput levels; its time does not count against their budget.
+ *      long answer. It runs before the throughput levels; its time does not count against their budget;
+ *   5. scale-out: 1, 2 and 3 workers and 1 and 2 API processes on PostgreSQL, turns/s as ratios to one
+ *      of each, and what a turn costs the shared parts (bench/sections/scale.ts). It runs last.
  *
  * It prints tables and writes `.data/bench/latest.json`. Targets are reported, never enforced.
  * Not a test: nothing here fails on a figure; it exits non-zero only when a turn goes wrong.
@@ -38,6 +40,7 @@ import type { Pids } from './sections/cpu';
 import { latencySection } from './sections/latency';
 import { streamingSection, streamingTargets, type StreamingResult } from './sections/streaming';
 import { throughputSection } from './sections/throughput';
+import { scaleSection } from './sections/scale';
 
 // ------------------------------------------------------------------------------------ cleanup
 
@@ -136,6 +139,8 @@ async function main(): Promise<void> {
   }
   // The throughput budget predates the streaming section: its time is not counted against it.
   const throughput = want('throughput') && paths ? await throughputSection(pids, paths, opts, resetNotes, started + streamingMs) : { rows: [], skipped: [] };
+  // Last: it stops the system's own worker and brings PostgreSQL, two APIs and up to three workers.
+  const scale = want('scale') ? await scaleSection(sys, opts, (fn) => cleanups.push(fn)) : undefined;
 
   const bestDurable = Math.max(0, ...throughput.rows.map((r) => r.durable.turnsPerSecond));
   const bestAt = throughput.rows.find((r) => r.durable.turnsPerSecond === bestDurable)?.concurrency;
@@ -164,7 +169,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = render(m, opts, latency, api, throughput, pooling, streaming, targets);
+  const report = render(m, opts, latency, api, throughput, pooling, streaming, targets, scale);
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -184,6 +189,7 @@ async function main(): Promise<void> {
         throughput,
         pooling,
         streaming: streaming ?? null,
+        scale: scale ?? null,
         targets,
         report,
       },
