@@ -21,7 +21,7 @@ const ioModules = [
 const folder = (name) => [`**/${name}`, `**/${name}/*`, ...(name === 'api' ? ['!@opentelemetry/api'] : [])];
 const infrastructure = [
   ...folder('api'), ...folder('mcp'), ...folder('llm'), ...folder('audit'), ...folder('cli'), ...folder('live'),
-  ...folder('security'), ...folder('validation'), ...folder('metrics'), ...folder('config'), ...folder('demo-model'), ...folder('health'), ...folder('telemetry'), '**/logger', '../worker', '../../worker',
+  ...folder('security'), ...folder('validation'), ...folder('metrics'), ...folder('config'), ...folder('demo-model'), ...folder('health'), ...folder('telemetry'), ...folder('usage'), ...folder('pg'), '**/logger', '../worker', '../../worker',
 ];
 
 /** One `no-restricted-imports` rule per file set: flat config replaces a rule, it does not merge it. */
@@ -97,7 +97,7 @@ export default tseslint.config(
   },
   {
     // Infrastructure libraries know nothing of Temporal; the wiring files below are the exception.
-    files: ['src/mcp/**/*.ts', 'src/llm/**/*.ts', 'src/audit/**/*.ts', 'src/live/**/*.ts', 'src/security/**/*.ts', 'src/metrics/**/*.ts', 'src/config/**/*.ts', 'src/demo-model/**/*.ts', 'src/health/**/*.ts', 'src/telemetry/**/*.ts', 'src/logger.ts'],
+    files: ['src/mcp/**/*.ts', 'src/llm/**/*.ts', 'src/audit/**/*.ts', 'src/live/**/*.ts', 'src/security/**/*.ts', 'src/metrics/**/*.ts', 'src/config/**/*.ts', 'src/demo-model/**/*.ts', 'src/health/**/*.ts', 'src/telemetry/**/*.ts', 'src/usage/**/*.ts', 'src/pg/**/*.ts', 'src/logger.ts'],
     rules: restrict(
       [['@temporalio/*'], 'Infrastructure knows nothing of Temporal; wire it in src/worker.ts or src/api/main.ts.'],
       [[...folder('workflows'), ...folder('activities'), ...folder('api'), ...folder('cli'), '../worker', '../../worker'], 'Infrastructure must not import the Temporal shell, the API or the wiring.'],

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import type { MetricsSinks, TurnOutcome } from './workflows/definitions';
+import type { MetricsSinks, TurnAccounting, TurnOutcome } from './workflows/definitions';
 import { sessionOfTurn } from './shared/ids';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
@@ -29,6 +29,7 @@ import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
 import { tracingWorkerOptions, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './cli/workflow-bundle';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
+import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 
 /** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
 const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
@@ -116,6 +117,23 @@ async function main(): Promise<void> {
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   if (env.AUDIT_STORE === 'postgres' && !pool) throw new ConfigError('environment: AUDIT_STORE: postgres needs POSTGRES_URL');
   const audit = new AuditLog(pool && env.AUDIT_STORE === 'postgres' ? await postgresAuditStore(pool) : env.AUDIT_LOG, { redaction });
+  // Each turn's tokens, once, for budgets and the admin usage route (src/usage), and in the audit trail.
+  const usage = pool ? await postgresUsageLedger(pool) : fileUsageLedger(env.USAGE_LOG);
+  const accountTurn = async (turnId: string, outcome: TurnOutcome, a: TurnAccounting & { user: NonNullable<TurnAccounting['user']> }): Promise<void> => {
+    const u = a.usage ?? { promptTokens: 0, completionTokens: 0, samplingTokens: 0 };
+    try {
+      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: env.LLM_MODEL ?? '', ...u, at: new Date().toISOString() });
+      await audit.append({
+        kind: 'turn_usage',
+        actor: a.user,
+        workflowId: turnId,
+        outcome: outcome === 'completed' ? 'ok' : outcome === 'cancelled' ? 'cancelled' : 'error',
+        detail: `model=${env.LLM_MODEL ?? ''} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
+      });
+    } catch (err) {
+      logger.error({ turnId, err: err instanceof Error ? err.message : String(err) }, 'recording the turn\'s token usage failed');
+    }
+  };
   const metrics = createWorkerMetrics({
     circuits: () => Object.keys(mcpConfig.current().mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
   });
@@ -140,7 +158,8 @@ async function main(): Promise<void> {
         ...traced.sinks,
         metrics: {
           turnFinished: {
-            fn: (info: WorkflowInfo, outcome: TurnOutcome, llmSteps: number, toolCalls: number) => {
+            fn: (info: WorkflowInfo, outcome: TurnOutcome, llmSteps: number, toolCalls: number, accounting?: TurnAccounting) => {
+              if (accounting?.user) void accountTurn(info.workflowId, outcome, { ...accounting, user: accounting.user });
               const seconds = (Date.now() - info.startTime.getTime()) / 1000;
               metrics.observer.turnFinished(outcome, seconds, info.historyLength);
               const sessionId = sessionOfTurn(info.workflowId);

@@ -25,6 +25,9 @@ import type { RateLimiters } from './rate-limits';
 import { createTurnService } from './turn-service';
 import { memoryWorkerReports, type WorkerReports } from '../health/reports';
 import { workerReportRoutes } from './routes/worker-reports';
+import { usageRoutes } from './routes/usage';
+import type { UsageLedger } from '../usage/ledger';
+import type { HostConfig } from '../config';
 import './caller';
 
 export interface Authenticator {
@@ -68,6 +71,8 @@ export interface AppDeps {
    * received on POST /internal/workers under the live secret. Default: in this process's memory.
    */
   workerReports?: WorkerReports;
+  /** Token usage per turn: daily budgets on submission and GET /v1/admin/usage (src/usage). Absent: neither. */
+  usage?: { ledger: UsageLedger; config: () => Pick<HostConfig, 'budgets' | 'prices'> };
 }
 
 /** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
@@ -156,11 +161,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     redactArguments: (args) => redact(args, redaction),
     ...(deps.limiters ? { limiters: deps.limiters } : {}),
     workerReports,
+    ...(deps.usage ? { usage: deps.usage } : {}),
   });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });
   await app.register(turnRoutes, { service });
   await app.register(approvalRoutes, { service });
+  await app.register(usageRoutes, { service });
   await app.register(eventRoutes, {
     service,
     gateway: deps.gateway,

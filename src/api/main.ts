@@ -18,6 +18,7 @@ import { createPgLiveBus } from '../live/pg-bus';
 import { memoryRateLimiters, postgresRateLimiters } from './rate-limits';
 import { oauthStoreFor } from '../security/oauth-store-pg';
 import { memoryWorkerReports, postgresWorkerReports } from '../health/reports';
+import { fileUsageLedger, postgresUsageLedger } from '../usage/ledger';
 
 /** Local mode: one-hour tokens for the demo users, signed with the dev secret `npm start` created. */
 function demoTokens(secret: string, audience: { issuer: string; audience: string }) {
@@ -61,6 +62,8 @@ async function main(): Promise<void> {
   if (bus) await within(bus.ready, 10_000, 'POSTGRES_URL: could not LISTEN for live text within 10 s');
   // Workers' MCP reports (for /healthz) reach every replica through PostgreSQL, whichever one got them.
   const workerReports = pool ? await postgresWorkerReports(pool) : memoryWorkerReports();
+  // The workers record each turn's tokens here; budgets and GET /v1/admin/usage read it.
+  const usageLedger = pool ? await postgresUsageLedger(pool) : fileUsageLedger(env.USAGE_LOG);
   const app = await buildApp({
     ...(env.TOKEN_SEAL_KEY ? { oauthStore: oauthStoreFor({ sealKey: env.TOKEN_SEAL_KEY, dir: env.OAUTH_STORE_DIR, ...(pool ? { pool } : {}) }) } : {}),
     gateway: createTemporalGateway({
@@ -72,6 +75,7 @@ async function main(): Promise<void> {
     }),
     auth,
     workerReports,
+    usage: { ledger: usageLedger, config: () => host.current() },
     policy: policy.current,
     // Approvers see other users' tool arguments as the audit log shows them.
     ...(env.AUDIT_REDACTION ? { redaction: await loadRedactionRules(env.AUDIT_REDACTION) } : {}),

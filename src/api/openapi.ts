@@ -18,6 +18,8 @@ import {
   ApprovalDecided,
   ApprovalsInbox,
   ApprovalsQuery,
+  UsageQuery,
+  UsageReport,
   ApprovalParams,
   CancelAccepted,
   CatalogSchema,
@@ -60,7 +62,7 @@ const ERROR_CODES: Record<number, string> = {
   413: '`payload_too_large`: the body is over 1 MiB, or the message text is over `MAX_MESSAGE_CHARS` characters.',
   414: '`uri_too_long`: a path parameter is over 256 characters.',
   415: '`unsupported_media_type`: send `application/json`.',
-  429: '`rate_limited`: too many messages for this user or tenant in the current minute; retry after `Retry-After` seconds.',
+  429: '`rate_limited`: too many messages for this user or tenant in the current minute; or `token_budget_exhausted`: the day\'s token budget (host config `budgets`) is used up. Retry after `Retry-After` seconds.',
   503: '`unavailable`: the workflow service (Temporal) cannot be reached; try again shortly.',
 };
 
@@ -305,6 +307,20 @@ export const routeSchemas = {
       ...errors([400, 401, 503]),
     },
   },
+  usage: {
+    operationId: 'getUsage',
+    summary: 'Token usage',
+    description:
+      "Tokens the tenant's turns used over a period (default: today, UTC), by user or for the whole tenant, per model, with cost where the host config " +
+      'prices the model. The whole tenant needs the `usage.read` scope (or the policy\'s super scope); other callers see only their own turns. ' +
+      'The same figures decide the daily budgets (`budgets` in the host config): past one, new messages get `429 token_budget_exhausted`.',
+    tags: ['usage'],
+    querystring: fromZod(UsageQuery, 'input'),
+    response: {
+      200: { ...fromZod(UsageReport), description: 'Usage per group and model, and totals.' },
+      ...errors([400, 401, 403, 404, 503]),
+    },
+  },
   listTools: {
     operationId: 'listTools',
     summary: 'Tools',
@@ -400,6 +416,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'turns', description: 'One request of a user: state, events, cancel, approvals' },
         { name: 'catalog', description: 'MCP tools and servers' },
         { name: 'health', description: 'Liveness for load balancers' },
+        { name: 'usage', description: 'Token usage, cost and budgets' },
         { name: 'oauth', description: 'Authorizing the host with OAuth-protected MCP servers' },
         { name: 'realtime', description: 'WebSocket' },
       ],

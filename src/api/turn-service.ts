@@ -19,6 +19,9 @@ import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
 import { SYSTEM_MESSAGES } from './system-messages';
 import { summarize, type WorkerReports } from '../health/reports';
+import { totalTokens, type UsageLedger, type UsageRow } from '../usage/ledger';
+import type { HostConfig } from '../config';
+import type { UsageQuery, UsageReport } from './contract';
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;
@@ -32,6 +35,8 @@ export interface TurnServiceOptions {
   observer?: ApiObserver;
   /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */
   workerReports: WorkerReports;
+  /** Token usage per turn (src/usage): daily budgets and the usage report. Absent: neither. */
+  usage?: { ledger: UsageLedger; config: () => Pick<HostConfig, 'budgets' | 'prices'> };
 }
 
 export interface Submission {
@@ -160,12 +165,40 @@ export function createTurnService(opts: TurnServiceOptions) {
     return { turnId, position: outcome.position, created: outcome.created };
   };
 
+  /** Refuses a new turn (429 until 00:00 UTC) once the caller or their tenant used the day's tokens. */
+  const withinBudget = async (user: UserContext): Promise<void> => {
+    if (!opts.usage) return;
+    const { budgets } = opts.usage.config();
+    const from = startOfUtcDay(new Date());
+    const to = new Date(from.getTime() + DAY_MS);
+    const checks = [
+      ['user', budgets.tokensPerUserPerDay, user.id],
+      ['tenant', budgets.tokensPerTenantPerDay, undefined],
+    ] as const;
+    for (const [scope, budget, userId] of checks) {
+      if (budget === undefined) continue;
+      const rows = await unavailableOnError(() =>
+        (opts.usage as NonNullable<typeof opts.usage>).ledger.sum({ tenant: user.tenant, ...(userId ? { userId } : {}), from, to, groupBy: 'tenant' }),
+      );
+      const used = rows.reduce((n, r) => n + totalTokens(r), 0);
+      if (used < budget) continue;
+      const seconds = Math.max(1, Math.ceil((to.getTime() - Date.now()) / 1000));
+      throw new HttpError(
+        429,
+        'token_budget_exhausted',
+        `This ${scope} has used ${used} of its ${budget} tokens for today (UTC); new messages are accepted again after 00:00 UTC, in ${Math.ceil(seconds / 60)} min.`,
+        seconds,
+      );
+    }
+  };
+
   return {
     /**
      * Counts one submission against the caller's budgets. Separate from submit() so the HTTP route can
      * refuse before it reads the body, as it always has; 429 carries when to retry.
      */
     async admit(user: UserContext): Promise<void> {
+      await withinBudget(user);
       for (const [scope, limiter, key] of [
         ['user', perUser, `${user.tenant}/${user.id}`],
         ['tenant', perTenant, user.tenant],
@@ -186,6 +219,29 @@ export function createTurnService(opts: TurnServiceOptions) {
     },
 
     submit,
+
+    /**
+     * Token usage of the caller's tenant over a period, by user or for the tenant, with cost where the
+     * host config prices the model. Callers with the `usage.read` scope (or the policy's super scope)
+     * see the whole tenant; others only themselves.
+     */
+    async usage(user: UserContext, q: z.output<typeof UsageQuery>): Promise<z.output<typeof UsageReport>> {
+      if (!opts.usage) throw new HttpError(404, 'not_found', 'Usage is not recorded by this deployment.');
+      const policy = opts.policy();
+      const tenantWide = user.scopes.includes(USAGE_SCOPE) || (policy.superScope !== undefined && user.scopes.includes(policy.superScope));
+      if (q.userId !== undefined && q.userId !== user.id && !tenantWide) {
+        throw new HttpError(403, 'forbidden', `Reading another user's usage needs the ${USAGE_SCOPE} scope.`);
+      }
+      const from = q.from ? new Date(q.from) : startOfUtcDay(new Date());
+      const to = q.to ? new Date(q.to) : new Date();
+      if (!(from < to)) throw new HttpError(400, 'invalid_request', 'query: from must be before to');
+      if (to.getTime() - from.getTime() > 366 * DAY_MS) throw new HttpError(400, 'invalid_request', 'query: the period may span at most 366 days');
+      const userId = q.userId ?? (tenantWide ? undefined : user.id);
+      const rows = await unavailableOnError(() =>
+        (opts.usage as NonNullable<typeof opts.usage>).ledger.sum({ tenant: user.tenant, ...(userId ? { userId } : {}), from, to, groupBy: q.groupBy }),
+      );
+      return usageReport(user.tenant, from, to, q.groupBy, rows, opts.usage.config().prices);
+    },
 
     /**
      * A tool call run through a turn of the session, without the model: the policy, approvals, argument
@@ -358,6 +414,44 @@ export function createTurnService(opts: TurnServiceOptions) {
     },
   };
 }
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Lets a caller read the usage of their whole tenant. */
+export const USAGE_SCOPE = 'usage.read';
+
+function startOfUtcDay(d: Date): Date {
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
+}
+
+function usageReport(tenant: string, from: Date, to: Date, groupBy: 'user' | 'tenant', rows: UsageRow[], prices: HostConfig['prices']): z.output<typeof UsageReport> {
+  const costs = new Map<string, number>();
+  const out = rows.map((r) => {
+    const price = prices[r.model];
+    const cost = price
+      ? { amount: round6((r.promptTokens * price.promptPerMillion + (r.completionTokens + r.samplingTokens) * price.completionPerMillion) / 1_000_000), currency: price.currency }
+      : undefined;
+    if (cost) costs.set(cost.currency, (costs.get(cost.currency) ?? 0) + cost.amount);
+    return { ...(r.userId !== undefined ? { userId: r.userId } : {}), model: r.model, turns: r.turns, promptTokens: r.promptTokens, completionTokens: r.completionTokens, samplingTokens: r.samplingTokens, totalTokens: totalTokens(r), ...(cost ? { cost } : {}) };
+  });
+  const sum = (k: 'turns' | 'promptTokens' | 'completionTokens' | 'samplingTokens' | 'totalTokens') => out.reduce((n, r) => n + r[k], 0);
+  return {
+    tenant,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    groupBy,
+    rows: out,
+    totals: {
+      turns: sum('turns'),
+      promptTokens: sum('promptTokens'),
+      completionTokens: sum('completionTokens'),
+      samplingTokens: sum('samplingTokens'),
+      totalTokens: sum('totalTokens'),
+      cost: [...costs].map(([currency, amount]) => ({ amount: round6(amount), currency })),
+    },
+  };
+}
+
+const round6 = (n: number): number => Math.round(n * 1e6) / 1e6;
 
 /** Temporal being unreachable is the service's problem, not the caller's: answer 503, not 500. */
 async function unavailableOnError<T>(fn: () => Promise<T>): Promise<T> {

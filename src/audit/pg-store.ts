@@ -13,34 +13,17 @@ import type { Pool } from 'pg';
 import { AuditLogError, EMPTY_CHAIN, headOf, nextEntry, type AuditChainStore, type AuditDraft } from './chain';
 import { GENESIS_HASH, type AuditEntry } from './schema';
 import { checkLine, type AuditVerifyResult, type ChainState } from './verify';
+import { ensureSchema, inTransaction } from '../pg/transaction';
 
 export const AUDIT_TABLE = 'dmh_audit';
-/** Advisory lock key of the chain (any constant both appenders and set-up agree on). */
+/** Advisory lock key of the chain's writer order (any constant all appenders agree on). */
 const LOCK_KEY = 0x646d6861; // "dmha"
 
 type Db = Pick<Pool, 'connect' | 'query'>;
 
-async function inTransaction<T>(pool: Db, fn: (q: (sql: string, params?: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query(begin);
-    try {
-      const result = await fn((sql, params) => client.query(sql, params));
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
-  } finally {
-    client.release();
-  }
-}
-
 /** Creates the table and its append-only trigger if missing (safe when several workers start at once). */
 async function ensureTable(pool: Db): Promise<void> {
-  await inTransaction(pool, async (q) => {
-    await q('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+  await ensureSchema(pool, async (q) => {
     await q(`CREATE TABLE IF NOT EXISTS ${AUDIT_TABLE} (
                seq bigint PRIMARY KEY CHECK (seq > 0),
                hash text NOT NULL,

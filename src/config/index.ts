@@ -29,6 +29,11 @@ const EnvSchema = z.object({
   POLICY_FILE: z.string().min(1).default('examples/policy.json'),
   AUDIT_LOG: z.string().min(1).default('.data/audit.jsonl'),
   /**
+   * Token usage per turn (budgets, GET /v1/admin/usage): written by the workers, read by the API. A
+   * JSON Lines file on one host; with POSTGRES_URL the table dmh_usage instead.
+   */
+  USAGE_LOG: z.string().min(1).default('.data/usage.jsonl'),
+  /**
    * Worker: where the audit chain lives. `file` (AUDIT_LOG; workers on one host) or `postgres` (table
    * dmh_audit in POSTGRES_URL, for workers on several machines).
    */
@@ -174,6 +179,30 @@ export const HostConfigSchema = z
         transcriptLimit: 200,
         maxTurnsPerRun: 500,
       }),
+    /** Tokens per day (UTC) a user or a tenant may use; a new turn past either is refused with 429. */
+    budgets: z
+      .object({
+        tokensPerUserPerDay: z.number().int().positive().optional(),
+        tokensPerTenantPerDay: z.number().int().positive().optional(),
+      })
+      .strict()
+      .default({}),
+    /**
+     * Prices per model (LLM_MODEL), per million tokens, for the cost in GET /v1/admin/usage. Sampling
+     * tokens are priced as completion tokens (an upper bound: the endpoint reports them as one sum).
+     */
+    prices: z
+      .record(
+        z.string().min(1),
+        z
+          .object({
+            promptPerMillion: z.number().nonnegative(),
+            completionPerMillion: z.number().nonnegative(),
+            currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD'),
+          })
+          .strict(),
+      )
+      .default({}),
   })
   .strict();
 export type HostConfig = z.infer<typeof HostConfigSchema>;

@@ -12,6 +12,7 @@
  * so a worker's report reaches every replica whichever one the load balancer gave it.
  */
 import type { Pool } from 'pg';
+import { ensureSchema } from '../pg/transaction';
 import type { ServerStatus } from '../shared/tool-types';
 
 export interface WorkerReport {
@@ -60,15 +61,10 @@ export function memoryWorkerReports(now: () => number = Date.now): WorkerReports
 const TABLE = 'dmh_worker_reports';
 
 /** Reports in PostgreSQL, shared by every API replica; the table is created if missing. */
-export async function postgresWorkerReports(pool: Pick<Pool, 'query'>): Promise<WorkerReports> {
-  await pool.query(
-    `CREATE TABLE IF NOT EXISTS ${TABLE} (
-       worker text PRIMARY KEY,
-       reported_at timestamptz NOT NULL,
-       every_ms integer NOT NULL,
-       servers jsonb NOT NULL
-     )`,
-  );
+export async function postgresWorkerReports(pool: Pick<Pool, 'query' | 'connect'>): Promise<WorkerReports> {
+  await ensureSchema(pool, async (q) => {
+    await q(`CREATE TABLE IF NOT EXISTS ${TABLE} (worker text PRIMARY KEY, reported_at timestamptz NOT NULL, every_ms integer NOT NULL, servers jsonb NOT NULL)`);
+  });
   let writes = 0;
   return {
     async record(report) {

@@ -6,6 +6,7 @@
 import type { Pool } from 'pg';
 import { keyHash, MemoryOAuthStore, SealedFileOAuthStore, type OAuthStore } from './oauth-store';
 import { sealToken, unsealToken } from './seal';
+import { ensureSchema } from '../pg/transaction';
 
 const TABLE = 'dmh_oauth';
 
@@ -66,13 +67,9 @@ export class PostgresOAuthStore implements OAuthStore {
   }
 
   private async create(): Promise<void> {
-    const ddl = `CREATE TABLE IF NOT EXISTS ${TABLE} (key_hash text PRIMARY KEY, value text NOT NULL, updated_at timestamptz NOT NULL)`;
-    try {
-      await this.pool.query(ddl);
-    } catch {
-      // Two processes creating the table at once: one wins, the other's retry finds it.
-      await this.pool.query(ddl);
-    }
+    await ensureSchema(this.pool, async (q) => {
+      await q(`CREATE TABLE IF NOT EXISTS ${TABLE} (key_hash text PRIMARY KEY, value text NOT NULL, updated_at timestamptz NOT NULL)`);
+    });
   }
 }
 

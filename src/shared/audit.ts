@@ -2,7 +2,7 @@
  * What the workflow and activities ask the audit trail to record (the sink adds the sequence number,
  * the time, the argument digest and the hash chain, and redacts). Workflow payload: plain JSON.
  */
-export const AUDIT_KINDS = ['tool_call', 'tool_result', 'denial', 'approval_requested', 'approval_decision', 'elicitation_requested', 'elicitation_answered', 'sampling'] as const;
+export const AUDIT_KINDS = ['tool_call', 'tool_result', 'denial', 'approval_requested', 'approval_decision', 'elicitation_requested', 'elicitation_answered', 'sampling', 'turn_usage'] as const;
 export const AUDIT_OUTCOMES = ['ok', 'error', 'denied', 'approved', 'rejected', 'timed_out', 'declined', 'cancelled'] as const;
 
 export interface AuditRequest {

@@ -5,12 +5,19 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { SessionView, SubmitMessageInput, SubmitMessageResult } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, ChatMessage, ProvideInput, TurnState } from '../shared/turn';
+import type { ApprovalInput, ApprovalResult, ChatMessage, ProvideInput, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 
 /** How a turn ended, as its metrics count it. */
 export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
+
+/** Whose turn it was and what its model calls used (sent to the worker's sink when the turn ends). */
+export interface TurnAccounting {
+  sessionId: string;
+  user?: { id: string; role: string; tenant: string };
+  usage?: TurnUsage;
+}
 
 /**
  * What workflows tell the worker's metrics (Temporal sinks: called from workflow code, run outside
@@ -18,8 +25,11 @@ export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
  */
 export interface MetricsSinks extends Sinks {
   metrics: {
-    /** The turn ended; the worker adds its duration since start and its history length (from the call's workflow info). */
-    turnFinished(outcome: TurnOutcome, llmSteps: number, toolCalls: number): void;
+    /**
+     * The turn ended; the worker adds its duration since start and its history length (from the call's
+     * workflow info), and records the turn's token usage for budgets (absent from older workflow code).
+     */
+    turnFinished(outcome: TurnOutcome, llmSteps: number, toolCalls: number, accounting?: TurnAccounting): void;
   };
 }
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';

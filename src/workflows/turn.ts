@@ -90,7 +90,12 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   const { metrics } = proxySinks<MetricsSinks>();
   // The SDK logger (pino in the worker) adds the workflow id, which is the turn id; not logged on replay.
   log.info('turn started', { sessionId: input.sessionId, ...(user ? { userId: user.id } : {}), ...(input.directCall ? { directCall: true } : {}) });
-  const finished = (outcome: TurnOutcome): void => metrics.turnFinished(outcome, state.steps, state.toolCalls.length);
+  const finished = (outcome: TurnOutcome): void =>
+    metrics.turnFinished(outcome, state.steps, state.toolCalls.length, {
+      sessionId: input.sessionId,
+      ...(user ? { user: { id: user.id, role: user.role, tenant: user.tenant } } : {}),
+      ...(state.usage ? { usage: state.usage } : {}),
+    });
 
   const fail = (error: TurnError): never => {
     record.fail(error);

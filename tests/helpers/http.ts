@@ -17,7 +17,8 @@ export async function postMessage(apiUrl: string, sessionId: string, text: strin
     headers: { 'content-type': 'application/json', ...defaultHeaders, ...headers },
     body: JSON.stringify({ text }),
   });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> & { turnId: string } };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, any> & { turnId: string } };
 }
 
 // Tests read loosely shaped JSON and assert on it; a precise type per route would only restate the assertions.

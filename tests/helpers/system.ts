@@ -20,6 +20,7 @@ import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Policy } from '../../src/shared/policy';
 import { SealedFileOAuthStore } from '../../src/security/oauth-store';
 import { loadPolicyFile } from '../../src/config/policy';
+import { fileUsageLedger } from '../../src/usage/ledger';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
 export const ROOT = findRoot(__dirname);
@@ -177,6 +178,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const liveHub = createLiveTextHub();
     cleanups.push(async () => liveHub.close());
     const auditFile = path.join(dir, 'audit.jsonl');
+    const usageFile = path.join(dir, 'usage.jsonl');
     const workerEnv: NodeJS.ProcessEnv = {
       ...process.env,
       TEMPORAL_ADDRESS: temporal.address,
@@ -186,6 +188,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       LLM_MODEL: 'demo-model',
       LOG_LEVEL: 'warn',
       AUDIT_LOG: auditFile,
+      USAGE_LOG: usageFile,
       LIVE_SECRET: liveSecret,
       LIVE_PUSH_URL: `http://127.0.0.1:${apiPort}/internal/live`,
       // /healthz follows the workers' reports: often enough that a test sees a server go down at once.
@@ -225,9 +228,11 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
       : undefined;
     const policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
-    const settings = turnSettingsFrom(defaultHostConfig(opts.host), policy);
+    const hostConfig = defaultHostConfig(opts.host);
+    const settings = turnSettingsFrom(hostConfig, policy);
     const app = await buildApp({
       policy: () => policy,
+      usage: { ledger: fileUsageLedger(usageFile), config: () => hostConfig },
       ...(apiLogger ? { logger: apiLogger } : {}),
       auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
       limiters: memoryRateLimiters(opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 }),

@@ -407,6 +407,10 @@ function buildAuditModules(): string {
     ...readdirSync(path.join(REPO_ROOT, 'src/shared'))
       .filter((f) => f.endsWith('.ts'))
       .map((f) => path.join('src/shared', f)),
+    // The PostgreSQL store's transaction helpers.
+    ...readdirSync(path.join(REPO_ROOT, 'src/pg'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => path.join('src/pg', f)),
     'src/cli/audit-verify.ts',
   ];
   for (const rel of sources) {

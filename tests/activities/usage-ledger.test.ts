@@ -1,0 +1,60 @@
+/**
+ * The usage ledger's two stores agree: a turn counts once by id (a worker that records it again
+ * changes nothing), sums group by user or tenant and model over [from, to), other tenants never mix
+ * in; the file store picks up lines appended by another process and ignores a half-written last one.
+ */
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileUsageLedger, postgresUsageLedger, type UsageLedger, type UsageRecord } from '../../src/usage/ledger';
+import { usePostgres } from '../helpers/postgres';
+
+const pg = usePostgres();
+const dir = mkdtempSync(path.join(tmpdir(), 'dmh-usage-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const rec = (turnId: string, userId: string, at: string, tokens: [number, number, number], over: Partial<UsageRecord> = {}): UsageRecord => ({
+  turnId, sessionId: 's', tenant: 'acme', userId, model: 'm1', promptTokens: tokens[0], completionTokens: tokens[1], samplingTokens: tokens[2], at, ...over,
+});
+
+const DAY = { from: new Date('2026-11-25T00:00:00Z'), to: new Date('2026-11-26T00:00:00Z') };
+
+async function exercise(ledger: UsageLedger): Promise<void> {
+  await ledger.record(rec('t1', 'ann', '2026-11-25T01:00:00Z', [10, 5, 0]));
+  await ledger.record(rec('t1', 'ann', '2026-11-25T01:00:01Z', [10, 5, 0])); // the same turn again
+  await ledger.record(rec('t2', 'ann', '2026-11-25T02:00:00Z', [1, 2, 3], { model: 'm2' }));
+  await ledger.record(rec('t3', 'bob', '2026-11-25T23:59:59Z', [7, 7, 0]));
+  await ledger.record(rec('t4', 'bob', '2026-11-26T00:00:00Z', [100, 100, 0])); // the next day
+  await ledger.record(rec('t5', 'eve', '2026-11-25T03:00:00Z', [50, 50, 0], { tenant: 'other' }));
+
+  expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'user' })).toEqual([
+    { tenant: 'acme', userId: 'ann', model: 'm1', turns: 1, promptTokens: 10, completionTokens: 5, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', model: 'm2', turns: 1, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', userId: 'bob', model: 'm1', turns: 1, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+  ]);
+  expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'tenant' })).toEqual([
+    { tenant: 'acme', model: 'm1', turns: 2, promptTokens: 17, completionTokens: 12, samplingTokens: 0 },
+    { tenant: 'acme', model: 'm2', turns: 1, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+  ]);
+  expect(await ledger.sum({ tenant: 'acme', userId: 'bob', ...DAY, groupBy: 'tenant' })).toEqual([
+    { tenant: 'acme', model: 'm1', turns: 1, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+  ]);
+  expect(await ledger.sum({ tenant: 'nobody', ...DAY, groupBy: 'user' })).toEqual([]);
+}
+
+test('the file store', async () => {
+  const file = path.join(dir, 'usage.jsonl');
+  await exercise(fileUsageLedger(file));
+  // Another process appends; a half-written line waits until it is complete.
+  const reader = fileUsageLedger(file);
+  expect((await reader.sum({ tenant: 'acme', userId: 'carl', ...DAY, groupBy: 'user' })).length).toBe(0);
+  appendFileSync(file, `${JSON.stringify(rec('t9', 'carl', '2026-11-25T05:00:00Z', [1, 1, 1]))}\n{"turnId":"t10","ten`);
+  expect(await reader.sum({ tenant: 'acme', userId: 'carl', ...DAY, groupBy: 'user' })).toEqual([
+    { tenant: 'acme', userId: 'carl', model: 'm1', turns: 1, promptTokens: 1, completionTokens: 1, samplingTokens: 1 },
+  ]);
+});
+
+test('the PostgreSQL store, written from two machines', async () => {
+  const [a, b] = await Promise.all([postgresUsageLedger(pg.pool()), postgresUsageLedger(pg.pool())]);
+  await exercise({ record: (r) => (r.turnId === 't1' ? a : b).record(r), sum: (q) => a.sum(q) });
+});
