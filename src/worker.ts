@@ -27,12 +27,15 @@ import { createWorkerMetrics, serveMetrics } from './metrics';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
-import { tracingWorkerOptions, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './cli/workflow-bundle';
+import { PREBUILT_BUNDLES, tracingWorkerOptions, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './cli/workflow-bundle';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 
-/** Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start. */
-const PREBUILT_BUNDLE = path.join(__dirname, 'workflow-bundle.js');
+/**
+ * Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start;
+ * with tracing on, the bundle with the OpenTelemetry workflow interceptors (src/cli/workflow-bundle.ts).
+ */
+const PREBUILT_BUNDLE = path.join(__dirname, tracing.enabled ? PREBUILT_BUNDLES.traced : PREBUILT_BUNDLES.plain);
 
 async function main(): Promise<void> {
   const env = loadEnvConfig();
@@ -145,7 +148,7 @@ async function main(): Promise<void> {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> =
       existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
-        : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } };
+        : { workflowsPath: WORKFLOWS_PATH, ...(tracing.enabled ? { interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } } : {}) };
     const traced = tracingWorkerOptions(tracing);
     const worker = await Worker.create({
       connection,

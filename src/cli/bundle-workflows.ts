@@ -1,14 +1,16 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { workflowBundleOptions } from './workflow-bundle';
+import { PREBUILT_BUNDLES, workflowBundleOptions } from './workflow-bundle';
 
 /** Bundles the workflow code once at build time; workers load the result instead of running webpack. */
 async function main(): Promise<void> {
-  const { code } = await bundleWorkflowCode(workflowBundleOptions());
-  const out = path.resolve(__dirname, '..', 'workflow-bundle.js');
-  writeFileSync(out, code);
-  process.stdout.write(`workflow bundle written to ${path.relative(process.cwd(), out)}\n`);
+  for (const [kind, file] of Object.entries(PREBUILT_BUNDLES)) {
+    const { code } = await bundleWorkflowCode(workflowBundleOptions(kind === 'traced'));
+    const out = path.resolve(__dirname, '..', file);
+    writeFileSync(out, code);
+    process.stdout.write(`workflow bundle (${kind}) written to ${path.relative(process.cwd(), out)}\n`);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -1,9 +1,13 @@
 /**
- * What goes into the workflow bundle and what a worker running it needs: the workflows and the
- * OpenTelemetry workflow interceptors (spans for workflows and what they schedule, exported through
- * the worker's `exporter` sink; replay-safe, as nothing is exported while a history replays), used by
- * the prebuilt bundle (bundle-workflows.ts), src/worker.ts, and the replay and workflow tests. The
- * interceptors are always in the bundle; with tracing off, the sink drops their spans.
+ * What goes into the workflow bundles and what a worker running them needs, used by the prebuilt
+ * bundles (bundle-workflows.ts), src/worker.ts, and the replay and workflow tests. Two bundles: the
+ * workflows alone, and the workflows with the OpenTelemetry workflow interceptors (spans for
+ * workflows and what they schedule, exported through the worker's `exporter` sink; replay-safe, as
+ * nothing is exported while a history replays). A worker with tracing on loads the second. The
+ * interceptors only add headers to commands, which replay does not compare, so histories move freely
+ * between the two (the replay suite runs every history on both); they are not in the default bundle
+ * because they cost every new workflow ~4.5 ms of worker CPU and ~55 MiB of memory even when no span
+ * is exported (docs/BENCHMARKS.md, workflow bundle).
  */
 import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { Resource } from '@opentelemetry/resources';
@@ -13,7 +17,10 @@ import type { WorkerOptions } from '@temporalio/worker';
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
 
-export const workflowBundleOptions = () => ({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES });
+export const workflowBundleOptions = (traced = false) => ({ workflowsPath: WORKFLOWS_PATH, ...(traced ? { workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES } : {}) });
+
+/** File names of the prebuilt bundles, beside src/worker.js in dist/. */
+export const PREBUILT_BUNDLES = { plain: 'workflow-bundle.js', traced: 'workflow-bundle-traced.js' } as const;
 
 /** Activity spans (their context taken from the workflow's headers) and the sink for workflow spans. */
 export function tracingWorkerOptions(tracing: { spanProcessor: SpanProcessor; resource: Resource } = { spanProcessor: new NoopSpanProcessor(), resource: new Resource({}) }) {

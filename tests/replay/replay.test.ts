@@ -29,11 +29,15 @@ test('there are committed histories to replay', () => {
 /** The worker's sinks, as no-ops: replayed workflows reference them (nothing is called while replaying). */
 const REPLAY_SINKS = { ...tracingWorkerOptions().sinks, metrics: { turnFinished: { fn: () => undefined } } };
 
-describe('replay against the current workflow code', () => {
+// As workers run them: the default bundle, and the one a worker with tracing on loads (its
+// interceptors add headers to commands; histories must replay on both, whichever recorded them).
+describe.each([
+  ['the default bundle', false],
+  ['the traced bundle', true],
+])('replay against the current workflow code: %s', (_name, traced) => {
   let bundle: { code: string };
   beforeAll(async () => {
-    // As the worker runs them: with the OpenTelemetry workflow interceptors in the bundle.
-    bundle = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: quietLogger });
+    bundle = await bundleWorkflowCode({ ...workflowBundleOptions(traced), logger: quietLogger });
   }, 120_000);
 
   test.each(files)('%s replays deterministically', async (file) => {
