@@ -17,7 +17,8 @@
 #
 # scripts/postgres.mjs cannot start on an existing data directory, so <dir>/pg must not exist yet:
 # pass a new <dir>, or --reset to delete the state of an earlier run first. Stop it with SIGTERM (and
-# allow it ~30 s), not SIGKILL: a killed script leaves the server and PostgreSQL running.
+# allow it ~30 s), not SIGKILL: a killed script leaves the server and PostgreSQL running. (Started with
+# `&` from a non-interactive shell, it cannot see SIGINT: bash ignores it there, for good.)
 #
 # Environment: TEMPORAL_CLI (default .tools/venv/bin/temporal), TEMPORAL_LOG_LEVEL (server log level,
 # default warn), TEMPORAL_RETENTION (namespace retention, default 72h), TEMPORAL_GOTOOLCHAIN (GOTOOLCHAIN
@@ -70,6 +71,7 @@ running() {
 }
 
 # stop_child <pid> <name> <grace seconds> [<signal target>]: SIGTERM, SIGKILL after the grace, reap.
+# shellcheck disable=SC2329 # called from cleanup, which the EXIT trap runs
 stop_child() {
   local pid=$1 name=$2 grace=$3 target=${4:-$1} i
   [[ -n $pid ]] || return 0
@@ -85,6 +87,7 @@ stop_child() {
   wait "$pid" 2>/dev/null || true
 }
 
+# shellcheck disable=SC2329 # run by the EXIT trap
 cleanup() {
   trap - EXIT TERM INT
   [[ -n $BUILD_PID ]] && stop_child "$BUILD_PID" build 10 "-$BUILD_PID"
@@ -101,9 +104,8 @@ cleanup() {
     fi
   fi
 }
-STATUS_ON_SIGNAL=0
 trap 'cleanup' EXIT
-trap 'log "signal received"; exit $STATUS_ON_SIGNAL' TERM INT
+trap 'log "signal received"; exit 0' TERM INT
 
 # --- build --------------------------------------------------------------------------------------------
 built() {

@@ -27,6 +27,7 @@ import { createWorkerMetrics, serveMetrics } from './metrics';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
+import { freePort } from './cli/processes';
 import { PREBUILT_BUNDLES, tracingWorkerOptions, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './cli/workflow-bundle';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
@@ -42,9 +43,15 @@ async function main(): Promise<void> {
   const logger = createLogger('worker', env.LOG_LEVEL);
   // One log stream: the SDK's messages (its native core's too) and workflow and activity logs go
   // through pino like the worker's own.
+  // With a metrics endpoint, the SDK's own metrics (workflow and activity task latencies, slots,
+  // sticky cache, polls: temporal_*) are served on a loopback port and appended to GET /metrics.
+  const sdkMetricsPort = env.WORKER_METRICS_PORT !== undefined ? await freePort() : undefined;
   Runtime.install({
     logger: temporalLogger(logger),
-    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+    telemetryOptions: {
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(sdkMetricsPort ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } : {}),
+    },
   });
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) {
     throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
@@ -140,7 +147,10 @@ async function main(): Promise<void> {
   const metrics = createWorkerMetrics({
     circuits: () => Object.keys(mcpConfig.current().mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
   });
-  const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT) : undefined;
+  const sdkMetrics = sdkMetricsPort
+    ? async () => await (await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`, { signal: AbortSignal.timeout(2_000) })).text()
+    : undefined;
+  const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT, sdkMetrics) : undefined;
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;

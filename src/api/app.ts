@@ -117,7 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   const workerReports = deps.workerReports ?? memoryWorkerReports();
   const observer = deps.metricsToken
-    ? registerMetrics(app, deps.metricsToken, deps.live ? { liveTurns: () => deps.live?.hub.size() ?? 0 } : {})
+    ? registerMetrics(app, deps.metricsToken, deps.live ? { liveTurns: () => deps.live?.hub.size() ?? 0, liveSubscribers: () => deps.live?.hub.subscribers() ?? 0 } : {})
     : undefined;
   // Before the auth hook: a preflight is answered here and never reaches authentication.
   if (deps.corsOrigins?.length) {

@@ -38,6 +38,8 @@ export interface LiveTextHub {
   lastNotice(turnId: string): LiveChunk | undefined;
   /** Turns with a buffer. */
   size(): number;
+  /** Listeners subscribed across all turns (open streams following live text). */
+  subscribers(): number;
   close(): void;
 }
 
@@ -180,6 +182,12 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
     ingest(chunks) {
       if (closed) return;
       for (const c of chunks) ingestOne(c);
+    },
+
+    subscribers() {
+      let n = 0;
+      for (const set of listeners.values()) n += set.size;
+      return n;
     },
 
     subscribe(turnId, listener) {

@@ -79,7 +79,7 @@ export interface ApiObserver {
   turnSubmitted(kind: 'message' | 'tool_call'): void;
 }
 
-export function createApiMetrics(opts: { liveTurns?: () => number } = {}): {
+export function createApiMetrics(opts: { liveTurns?: () => number; liveSubscribers?: () => number } = {}): {
   registry: Registry;
   request(method: string, route: string, status: number, seconds: number): void;
   observer: ApiObserver;
@@ -95,6 +95,17 @@ export function createApiMetrics(opts: { liveTurns?: () => number } = {}): {
       registers: [registry],
       collect() {
         this.set(liveTurns());
+      },
+    });
+  }
+  if (opts.liveSubscribers) {
+    const liveSubscribers = opts.liveSubscribers;
+    new Gauge({
+      name: 'dmh_live_subscribers',
+      help: 'Open streams (SSE, WebSocket) following live text on this API process.',
+      registers: [registry],
+      collect() {
+        this.set(liveSubscribers());
       },
     });
   }
@@ -119,15 +130,19 @@ export function presentsToken(authorization: string | undefined, token: string):
   return given.length === want.length && timingSafeEqual(given, want);
 }
 
-/** The worker's metrics endpoint: GET /metrics on its own port, nothing else. */
-export async function serveMetrics(registry: Registry, host: string, port: number): Promise<Server> {
+/**
+ * The worker's metrics endpoint: GET /metrics on its own port, nothing else. `more` adds another
+ * exposition to the same answer (the Temporal SDK's own metrics, which its runtime serves on a
+ * loopback port of its own); when it fails, this process's metrics are still served.
+ */
+export async function serveMetrics(registry: Registry, host: string, port: number, more?: () => Promise<string>): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
       res.writeHead(404).end();
       return;
     }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+    Promise.all([registry.metrics(), more ? more().catch(() => '') : Promise.resolve('')]).then(
+      ([own, extra]) => res.writeHead(200, { 'content-type': registry.contentType }).end(extra ? `${own}\n${extra}` : own),
       () => res.writeHead(500).end(),
     );
   });

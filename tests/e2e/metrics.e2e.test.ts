@@ -48,6 +48,9 @@ test('after one turn with a tool call, the worker and the API report it', async 
   expect(sample(worker, 'dmh_turn_history_events_count', {})).toBe(1);
   expect(sample(worker, 'dmh_turn_history_events_sum', {})).toBeGreaterThan(5);
   expect(worker).toContain('dmh_worker_process_cpu_seconds_total');
+  // The Temporal SDK's own metrics, from its runtime, in the same answer.
+  expect(sample(worker, 'temporal_workflow_completed', { workflow_type: 'turnWorkflow' })).toBeGreaterThanOrEqual(1);
+  expect(worker).toMatch(/^temporal_activity_execution_latency\w*\{/m);
   // Tokens, as the model reported them: in the worker's counters and in the turn's view, the same totals.
   const prompt = sample(worker, 'dmh_llm_tokens_total', { kind: 'prompt' }) ?? 0;
   const completion = sample(worker, 'dmh_llm_tokens_total', { kind: 'completion' }) ?? 0;
@@ -62,6 +65,7 @@ test('after one turn with a tool call, the worker and the API report it', async 
   expect(sample(api, 'dmh_http_request_duration_seconds_count', { method: 'GET', route: '/v1/turns/:turnId/events', status: '200' })).toBe(1);
   expect(sample(api, 'dmh_turns_submitted_total', { kind: 'message' })).toBe(1);
   expect(sample(api, 'dmh_live_turns', {})).toEqual(expect.any(Number));
+  expect(sample(api, 'dmh_live_subscribers', {})).toBe(0);
   // Ids stay out of the labels.
   expect(api).not.toContain(post.body.turnId);
 });

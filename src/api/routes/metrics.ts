@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { type ApiObserver, createApiMetrics, presentsToken } from '../../metrics';
 
 /** Returns what the rest of the app reports into (turns submitted). */
-export function registerMetrics(app: FastifyInstance, token: string, opts: { liveTurns?: () => number } = {}): ApiObserver {
+export function registerMetrics(app: FastifyInstance, token: string, opts: Parameters<typeof createApiMetrics>[0] = {}): ApiObserver {
   const metrics = createApiMetrics(opts);
   // Route patterns, never raw URLs: ids stay out of the labels.
   app.addHook('onResponse', async (request, reply) => {
