@@ -87,28 +87,19 @@ export function createApiMetrics(opts: { liveTurns?: () => number; liveSubscribe
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dmh_api_' });
   const submitted = new Counter({ name: 'dmh_turns_submitted_total', help: 'Turns accepted by this API process, by kind.', labelNames: ['kind'], registers: [registry] });
-  if (opts.liveTurns) {
-    const liveTurns = opts.liveTurns;
+  const gauge = (name: string, help: string, read: (() => number) | undefined) => {
+    if (!read) return;
     new Gauge({
-      name: 'dmh_live_turns',
-      help: "Turns whose live LLM text this API process holds (the current step's, for streams that join).",
+      name,
+      help,
       registers: [registry],
       collect() {
-        this.set(liveTurns());
+        this.set(read());
       },
     });
-  }
-  if (opts.liveSubscribers) {
-    const liveSubscribers = opts.liveSubscribers;
-    new Gauge({
-      name: 'dmh_live_subscribers',
-      help: 'Open streams (SSE, WebSocket) following live text on this API process.',
-      registers: [registry],
-      collect() {
-        this.set(liveSubscribers());
-      },
-    });
-  }
+  };
+  gauge('dmh_live_turns', "Turns whose live LLM text this API process holds (the current step's, for streams that join).", opts.liveTurns);
+  gauge('dmh_live_subscribers', 'Open streams (SSE, WebSocket) following live text on this API process.', opts.liveSubscribers);
   const http = new Histogram({
     name: 'dmh_http_request_duration_seconds',
     help: 'HTTP requests by method, route pattern and status (SSE streams last as long as the turn).',
