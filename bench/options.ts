@@ -24,6 +24,8 @@ export interface Options {
   budgetS: number;
   scaleTurns: number;
   scaleConcurrency: number;
+  /** `dev`: the Temporal dev server (SQLite); `cluster`: the full server on PostgreSQL (scripts/temporal-cluster.sh). */
+  temporal: 'dev' | 'cluster';
   sections: Section[];
   out: string;
 }
@@ -46,6 +48,7 @@ export function parseOptions(): Options {
       'budget-s': { type: 'string' },
       'scale-turns': { type: 'string' },
       'scale-concurrency': { type: 'string' },
+      temporal: { type: 'string' },
       sections: { type: 'string' },
       out: { type: 'string' },
       quick: { type: 'boolean' },
@@ -72,6 +75,7 @@ export function parseOptions(): Options {
         '                  the streaming section\'s time is not counted)',
         '  --scale-turns N          scale-out: turns per workers x APIs combination (default 40)',
         '  --scale-concurrency N    scale-out: turns in flight (default 8)',
+        '  --temporal dev|cluster   the dev server (default) or the full Temporal server on PostgreSQL',
         `  --sections LIST run only these, comma-separated (default all: ${SECTIONS.join(',')})`,
         '  --out FILE      JSON results (default .data/bench/latest.json)',
         '  --quick         a smoke run with small counts',
@@ -108,9 +112,14 @@ export function parseOptions(): Options {
     budgetS: int(values['budget-s'], 250, 'budget-s'),
     scaleTurns: Math.max(1, int(values['scale-turns'], quick ? 8 : 40, 'scale-turns')),
     scaleConcurrency: Math.max(1, int(values['scale-concurrency'], quick ? 4 : 8, 'scale-concurrency')),
+    temporal: values.temporal === undefined || values.temporal === 'dev' ? 'dev' : values.temporal === 'cluster' ? 'cluster' : bad('--temporal', values.temporal),
     sections,
     out: path.resolve(ROOT, values.out ?? '.data/bench/latest.json'),
   };
+}
+
+function bad(option: string, value: string): never {
+  throw new Error(`${option}: expected dev or cluster, got ${value}`);
 }
 
 export const log = (msg: string): void => {

@@ -232,7 +232,7 @@ export function render(
 function renderScale(scale: ScaleResult, opts: Options): string {
   const h = scale.history;
   return [
-    `5. Scale-out: API processes and workers on PostgreSQL, 1-tool-step turns through the HTTP API, ${opts.scaleTurns} per row at concurrency ${scale.concurrency}`,
+    `5. Scale-out on ${opts.temporal === 'cluster' ? 'the full Temporal server (v1.32.2, scripts/temporal-cluster.sh) on PostgreSQL' : 'the Temporal dev server'}: API processes and workers sharing PostgreSQL, 1-tool-step turns through the HTTP API, ${opts.scaleTurns} per row at concurrency ${scale.concurrency}`,
     table(
       ['workers', 'APIs', 'turns/s', 'vs 1 worker, 1 API', 'p50', 'p99', 'PG commits/turn', 'PG rows written/turn', 'NOTIFY/turn', 'CPU/turn workers', 'CPU/turn temporal'],
       scale.rows.map((r) => [

@@ -41,6 +41,7 @@ import { latencySection } from './sections/latency';
 import { streamingSection, streamingTargets, type StreamingResult } from './sections/streaming';
 import { throughputSection } from './sections/throughput';
 import { scaleSection } from './sections/scale';
+import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
 // ------------------------------------------------------------------------------------ cleanup
 
@@ -89,8 +90,8 @@ async function main(): Promise<void> {
     }
   }
 
-  log('starting Temporal dev server, worker, demo model and API (startSystem)');
-  const sys = await startSystem({ rules: benchRules() });
+  log(`starting Temporal (${opts.temporal === 'cluster' ? 'the full server on PostgreSQL' : 'dev server'}), worker, demo model and API (startSystem)`);
+  const sys = await startSystem({ rules: benchRules(), ...(opts.temporal === 'cluster' ? { temporal: startTemporalCluster } : {}) });
   cleanups.push(() => sys.stop());
   // Temporal's floor runs beside the project on the same dev server, in a worker process of its own.
   const floorWorker = await spawnManaged('floor-worker', process.execPath, [path.join(__dirname, 'floor', 'worker.js'), sys.temporal.address, FLOOR_TASK_QUEUE], {

@@ -2,6 +2,7 @@
 # A full Temporal server (not the dev server) on PostgreSQL, for tests and local runs:
 #
 #   scripts/temporal-cluster.sh --dir <dir> [--port <frontend gRPC port>] [--pg-port <port>] [--reset]
+#   scripts/temporal-cluster.sh --build-only     (npm test runs this first: the build takes minutes)
 #
 # Builds the server and its SQL schema tool from Go modules into .tools/temporal-server/ if missing
 # (version pinned below), starts PostgreSQL with scripts/postgres.mjs in <dir>/pg, creates and migrates
@@ -46,18 +47,19 @@ usage() {
   exit 2
 }
 
-DIR='' PORT='' PG_PORT='' RESET=0
+DIR='' PORT='' PG_PORT='' RESET=0 BUILD_ONLY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
     --port) PORT=${2:?--port needs a value}; shift 2 ;;
     --pg-port) PG_PORT=${2:?--pg-port needs a value}; shift 2 ;;
     --reset) RESET=1; shift ;;
+    --build-only) BUILD_ONLY=1; shift ;;
     -h | --help) usage ;;
     *) log "unknown argument: $1"; usage ;;
   esac
 done
-[[ -n $DIR ]] || usage
+[[ -n $DIR || $BUILD_ONLY == 1 ]] || usage
 for p in "$PORT" "$PG_PORT"; do [[ -z $p || $p =~ ^[0-9]+$ ]] || die "not a port: $p"; done
 
 # --- processes, and stopping them --------------------------------------------------------------------
@@ -147,6 +149,7 @@ build() {
 }
 
 built || build
+if [[ $BUILD_ONLY == 1 ]]; then log "$SERVER_BIN ($TEMPORAL_SERVER_VERSION) is built"; exit 0; fi
 [[ -x $CLI ]] || die "Temporal CLI not found at $CLI (set TEMPORAL_CLI)"
 
 # --- directory and ports ------------------------------------------------------------------------------

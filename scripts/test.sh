@@ -10,6 +10,9 @@ TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
 export TEMPORAL_CLI
 CHROMIUM_PATH="$(bash scripts/ensure-chromium.sh)"
 export CHROMIUM_PATH
+# The full Temporal server on PostgreSQL (tests/e2e/scale-out-cluster.e2e.test.ts), built from Go
+# modules into .tools/ on first use: minutes, so before jest rather than inside a test's timeout.
+bash scripts/temporal-cluster.sh --build-only
 echo "Linting ..." >&2
 npx eslint . --max-warnings=0
 results=.data/test-results.json

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Small numeric and formatting helpers for the benchmark report. */
 
@@ -90,6 +90,30 @@ export function cpuMs(pid: number): number {
     return Number.NaN;
   }
 }
+/**
+ * CPU ms of a process and all its descendants alive now (e.g. scripts/temporal-cluster.sh: the
+ * Temporal server and its PostgreSQL). Descendants that already exited are not counted.
+ */
+export function cpuTreeMs(root: number): number {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid, hops = 0; p !== undefined && p > 1 && hops < 64; p = parent.get(p), hops++) if (p === root) return true;
+    return false;
+  };
+  let total = 0;
+  for (const pid of parent.keys()) if (inTree(pid)) total += cpuMs(pid) || 0;
+  return total;
+}
+
 /** USER_HZ: 100 on every mainstream Linux build. */
 const CLOCK_TICKS = 100;
 

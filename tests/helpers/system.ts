@@ -95,6 +95,8 @@ export interface SystemOptions {
   corsOrigins?: string[];
   /** Serves the API's GET /metrics to this bearer token. */
   metricsToken?: string;
+  /** Another Temporal than the dev server (e.g. tests/helpers/temporal-cluster.ts), given the system's temp dir. */
+  temporal?: (dir: string) => Promise<TemporalDevServer>;
 }
 
 export const JWT_ISSUER = 'durable-mcp-host';
@@ -143,7 +145,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
   const dir = mkdtempSync(path.join(tmpdir(), 'dmh-e2e-'));
   const cleanups: Array<() => Promise<void>> = [];
   try {
-    const temporal = await startTemporal(dir);
+    const temporal = await (opts.temporal ?? startTemporal)(dir);
     cleanups.push(() => temporal.proc.stop());
     const client = await connectClient(temporal.address);
     cleanups.push(() => client.connection.close());

