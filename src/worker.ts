@@ -154,6 +154,7 @@ async function main(): Promise<void> {
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;
+  let stopping = false;
   try {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> =
       existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
@@ -217,17 +218,22 @@ async function main(): Promise<void> {
     // since a server that is down must not keep the worker (and the other servers) from serving.
     void servers.connectAll().then(
       (statuses) => {
+        // Stopped before they were up (Ctrl-C right after start): closing them is not a failure.
+        if (stopping) return;
         for (const s of statuses) {
           if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');
           else logger.info({ server: s.server, state: s.state, tools: s.toolCount }, 'MCP server ready');
         }
       },
-      (err: unknown) => logger.warn({ err }, 'connecting MCP servers failed'),
+      (err: unknown) => {
+        if (!stopping) logger.warn({ err }, 'connecting MCP servers failed');
+      },
     );
     // Print a stable marker for scripts and tests that wait for readiness.
     process.stdout.write('WORKER_READY\n');
     await worker.run();
   } finally {
+    stopping = true;
     stopReporting();
     stopReloading();
     mcpConfig.close();

@@ -329,8 +329,13 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
 
 /** Registers the custom search attribute turns carry. Safe to call on every start. */
 export async function ensureSearchAttributes(client: Client, namespace: string): Promise<void> {
-  // One at a time: adding a set fails whole when any one of them already exists.
+  // Only those missing: adding one that exists makes the server log a warning at every start.
+  const existing = await client.connection.operatorService.listSearchAttributes({ namespace });
+  const known = new Set(Object.keys(existing.customAttributes ?? {}));
+  // One at a time: adding a set fails whole when any one of them already exists (another replica
+  // may add it between the list and here).
   for (const name of [SESSION_ID_SEARCH_ATTRIBUTE, USER_ID_SEARCH_ATTRIBUTE, TENANT_ID_SEARCH_ATTRIBUTE]) {
+    if (known.has(name)) continue;
     try {
       await client.connection.operatorService.addSearchAttributes({
         namespace,

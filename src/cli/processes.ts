@@ -192,6 +192,14 @@ export async function startTemporalDevServer(opts: {
   onLine?: (line: string) => void;
   /** Defaults to DEV_SERVER_DYNAMIC_CONFIG. */
   dynamicConfig?: Readonly<Record<string, number | string | boolean>>;
+  /** The server's own log: level (default warn) and format (default text). */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  logFormat?: 'text' | 'json';
+  /**
+   * Register the project's search attributes (default true). A database that has them already makes
+   * the server warn that they exist; the API registers any that are missing anyway.
+   */
+  searchAttributes?: boolean;
 }): Promise<TemporalDevServer> {
   const host = opts.host ?? '127.0.0.1';
   const args = [
@@ -199,10 +207,9 @@ export async function startTemporalDevServer(opts: {
     '--ip', host,
     '--port', String(opts.port),
     '--db-filename', opts.dbFile,
-    '--search-attribute', 'SessionId=Keyword',
-    '--search-attribute', 'UserId=Keyword',
-    '--search-attribute', 'TenantId=Keyword',
-    '--log-level', 'warn',
+    ...(opts.searchAttributes === false ? [] : ['--search-attribute', 'SessionId=Keyword', '--search-attribute', 'UserId=Keyword', '--search-attribute', 'TenantId=Keyword']),
+    '--log-level', opts.logLevel ?? 'warn',
+    ...(opts.logFormat ? ['--log-format', opts.logFormat] : []),
     ...Object.entries(opts.dynamicConfig ?? DEV_SERVER_DYNAMIC_CONFIG).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
     ...(opts.uiPort ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
   ];

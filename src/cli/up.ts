@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createSupervisorLog } from './supervisor-log';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,13 +22,15 @@ const noop = (): void => undefined;
  */
 const root = path.resolve(__dirname, '..', '..', '..');
 const dist = path.join(root, 'dist');
+/** The one stream everything here writes to (JSON lines; pretty on a terminal): ./supervisor-log.ts. */
+const log = createSupervisorLog({ ...(process.env.LOG_FORMAT ? { format: process.env.LOG_FORMAT } : {}), ...(process.env.LOG_LEVEL ? { level: process.env.LOG_LEVEL } : {}) });
 
 function envPort(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > 65535) {
-    process.stderr.write(`up: ${name} must be a port number, got "${raw}"\n`);
+    log.error(`${name} must be a port number, got "${raw}"`);
     process.exit(2);
   }
   return n;
@@ -43,7 +46,7 @@ async function checkPorts(ports: ReadonlyArray<{ variable: string; port: number;
 }
 
 function prefixed(name: string): (line: string) => void {
-  return (line) => process.stdout.write(`[${name}] ${line}\n`);
+  return log.child(name);
 }
 
 const EXAMPLE_MCP_CONFIG = path.join(root, 'examples', 'mcp.json');
@@ -56,7 +59,7 @@ function configArgument(): string | undefined {
     const { values } = parseArgs({ args: process.argv.slice(2), options: { config: { type: 'string' } } });
     return values.config === undefined ? undefined : path.resolve(process.env.INIT_CWD ?? process.cwd(), values.config);
   } catch (err) {
-    process.stderr.write(`up: ${err instanceof Error ? err.message : String(err)}\nusage: npm start [-- --config my-mcp.json]\n`);
+    log.error(`${err instanceof Error ? err.message : String(err)}; usage: npm start [-- --config my-mcp.json]`);
     process.exit(2);
   }
 }
@@ -102,12 +105,11 @@ function prepareOwnServers(env: NodeJS.ProcessEnv, mcpConfig: string): { lines: 
 function followEdits(env: NodeJS.ProcessEnv, files: LocalFiles): void {
   const cfg = loadEnvConfig(env);
   if (cfg.CONFIG_POLL_MS === 0) return;
-  const say = (line: string) => process.stdout.write(`up: ${line}\n`);
   // The worker and the API log their own reloads; this only adds what they cannot see.
-  const logger = { info: noop, warn: (o: { reason?: string }, msg: string) => say(`warning: ${msg}: ${o.reason ?? ''}`) };
+  const logger = { info: noop, warn: (o: { reason?: string }, msg: string) => log.warn(`${msg}: ${o.reason ?? ''}`) };
   const recheck = () => {
     try {
-      for (const problem of crossCheckFiles(env)) say(`warning: ${problem}`);
+      for (const problem of crossCheckFiles(env)) log.warn(problem);
     } catch {
       // A file that does not load: the process that reads it says why.
     }
@@ -118,7 +120,7 @@ function followEdits(env: NodeJS.ProcessEnv, files: LocalFiles): void {
     load: (file) => Object.keys(loadMcpConfig(file, env).mcpServers),
     apply: (servers) => {
       writeLocalFiles(files, servers);
-      if (files.policy) say(localPolicyWarning(servers));
+      if (files.policy) log.info(localPolicyWarning(servers));
       recheck();
     },
     logger,
@@ -170,7 +172,7 @@ async function main(): Promise<void> {
     procs.push(p);
     void p.exited.then((code) => {
       if (stopping) return;
-      process.stderr.write(`up: ${p.name} exited unexpectedly (code ${code}); stopping everything.\n`);
+      log.error(`${p.name} exited unexpectedly (code ${code}); stopping everything.`);
       void stopAll(1);
     });
   };
@@ -199,12 +201,20 @@ async function main(): Promise<void> {
       const cli = env.TEMPORAL_CLI;
       if (!cli) throw new Error('TEMPORAL_CLI is not set; run through `npm start`, which provides it');
       mkdirSync(dataDir, { recursive: true });
+      const dbFile = path.join(dataDir, 'temporal.db');
       const temporal = await startTemporalDevServer({
         cli,
-        dbFile: path.join(dataDir, 'temporal.db'),
+        dbFile,
+        // Registered with a new database only (on an existing one the server warns they exist).
+        searchAttributes: !existsSync(dbFile),
+        // JSON into the one stream. Errors only by default: at Ctrl-C the dev server's own internal
+        // clients warn about the connections its shutdown closes (TEMPORAL_LOG_LEVEL=warn shows them).
+        logFormat: 'json',
+        logLevel: (['debug', 'info', 'warn', 'error'] as const).find((l) => l === env.TEMPORAL_LOG_LEVEL) ?? 'error',
         port: envPort('TEMPORAL_PORT', 7233),
         uiPort: envPort('TEMPORAL_UI_PORT', 8233),
-        onLine: prefixed('temporal'),
+        // Its own shutdown (after everything else stopped) is reported at debug level.
+        onLine: log.child('temporal', () => stopping),
       });
       watch(temporal.proc);
       env.TEMPORAL_ADDRESS = temporal.address;
@@ -269,8 +279,8 @@ async function main(): Promise<void> {
       env.PAYMENTS_SERVER_URL = match?.[1];
     }
 
-    for (const line of local.lines) process.stdout.write(`up: ${line}\n`);
-    for (const problem of crossCheckFiles(env)) process.stdout.write(`up: warning: ${problem}\n`);
+    for (const line of local.lines) log.info(line);
+    for (const problem of crossCheckFiles(env)) log.warn(problem);
 
     // Live text goes from the worker's LLM calls straight to the API (not through history); the
     // secret is per run unless one is configured.
@@ -281,15 +291,8 @@ async function main(): Promise<void> {
       env.LIVE_PUSH_URL = `http://${host.includes(':') ? `[${host}]` : host}:${apiPort}/internal/live`;
     }
 
-    const worker = await spawnManaged('worker', process.execPath, [path.join(dist, 'src/worker.js')], {
-      env,
-      cwd: root,
-      readyLine: /^WORKER_READY$/,
-      readyTimeoutMs: 60_000,
-      onLine: prefixed('worker'),
-    });
-    watch(worker.proc);
-
+    // The API first: the worker pushes live text and its reports to it from its first moment (and Ctrl-C
+    // then stops the worker before the API, which still receives the worker's last pushes).
     const api = await spawnManaged('api', process.execPath, [path.join(dist, 'src/api/main.js')], {
       env: { ...env, API_PORT: String(apiPort) },
       cwd: root,
@@ -299,29 +302,52 @@ async function main(): Promise<void> {
     watch(api.proc);
     const apiUrl = api.match?.[1] ?? '';
 
-    process.stdout.write(
-      [
-        '',
-        'Durable MCP host is up.',
-        `  API:          ${apiUrl}`,
-        `  Console:      ${apiUrl}/console/   (API docs: ${apiUrl}/docs)`,
-        `  Temporal UI:  ${uiUrl}`,
-        `  ${modelNote}`,
-        '',
-        'Every /v1 call needs a token. Mint one for a demo role (admin, teacher, student):',
-        '  TOKEN=$(npm run -s token -- --role admin)',
-        '',
-        'Try:',
-        `  curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '${JSON.stringify({ text: own ? 'What can you do?' : "Process payment for student Bob's invoice" }).replace(/'/g, '\\u0027')}'`,
-        `  curl -N -H "authorization: Bearer $TOKEN" ${apiUrl}/v1/turns/<turnId>/events`,
-        '',
-        'Press Ctrl-C to stop.',
-        '',
-      ].join('\n'),
-    );
+    const worker = await spawnManaged('worker', process.execPath, [path.join(dist, 'src/worker.js')], {
+      env,
+      cwd: root,
+      readyLine: /^WORKER_READY$/,
+      readyTimeoutMs: 60_000,
+      onLine: prefixed('worker'),
+    });
+    watch(worker.proc);
+
+    const tryText = JSON.stringify({ text: own ? 'What can you do?' : "Process payment for student Bob's invoice" }).replace(/'/g, '\\u0027');
+    const tryCommand = `curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '${tryText}'`;
+    if (log.pretty) {
+      process.stdout.write(
+        [
+          '',
+          'Durable MCP host is up.',
+          `  API:          ${apiUrl}`,
+          `  Console:      ${apiUrl}/console/   (API docs: ${apiUrl}/docs)`,
+          `  Temporal UI:  ${uiUrl}`,
+          `  ${modelNote}`,
+          '',
+          'Every /v1 call needs a token. Mint one for a demo role (admin, teacher, student):',
+          '  TOKEN=$(npm run -s token -- --role admin)',
+          '',
+          'Try:',
+          `  ${tryCommand}`,
+          `  curl -N -H "authorization: Bearer $TOKEN" ${apiUrl}/v1/turns/<turnId>/events`,
+          '',
+          'Press Ctrl-C to stop.',
+          '',
+        ].join('\n'),
+      );
+    } else {
+      log.info('Durable MCP host is up', {
+        api: apiUrl,
+        console: `${apiUrl}/console/`,
+        docs: `${apiUrl}/docs`,
+        temporalUi: uiUrl,
+        llm: modelNote,
+        token: 'TOKEN=$(npm run -s token -- --role admin)',
+        try: tryCommand,
+      });
+    }
     followEdits(env, local.files);
   } catch (err) {
-    process.stderr.write(`up: ${err instanceof Error ? err.message : String(err)}\n`);
+    log.error(err instanceof Error ? err.message : String(err));
     const badConfig = err instanceof ConfigError || err instanceof McpConfigError || err instanceof PolicyError;
     await stopAll(badConfig ? 2 : 1);
   }

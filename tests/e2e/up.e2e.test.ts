@@ -1,0 +1,120 @@
+/**
+ * `npm start`'s launcher (dist/src/cli/up.js) as an operator sees it: one stream of JSON lines from
+ * every process (when stdout is not a terminal), nothing at warning level on a normal start, a Ctrl-C
+ * that stops everything cleanly with exit code 0 and no warnings, and a second start on the same data
+ * without "already exists" warnings from Temporal.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort, spawnManaged, type ManagedProcess } from '../../src/cli/processes';
+import { DEMO_USERS, DIST, requireBuild, ROOT, temporalCli } from '../helpers/system';
+import { mintDevToken } from '../../src/api/auth';
+import { bearer, postMessage, readSse } from '../helpers/http';
+
+let dir: string;
+beforeAll(() => {
+  requireBuild();
+  dir = mkdtempSync(path.join(tmpdir(), 'dmh-up-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Line {
+  level: number;
+  time: number;
+  name: string;
+  msg: string;
+  [key: string]: unknown;
+}
+
+function parse(output: string): Line[] {
+  return output
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Line;
+      } catch {
+        throw new Error(`not a JSON line: ${l}`);
+      }
+    });
+}
+
+async function start(extra: NodeJS.ProcessEnv = {}): Promise<{ up: ManagedProcess; apiUrl: string }> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_CLI: temporalCli(),
+    DATA_DIR: path.join(dir, 'data'),
+    TEMPORAL_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    DEMO_MODEL_PORT: String(await freePort()),
+    PAYMENTS_PORT: String(await freePort()),
+    API_PORT: String(await freePort()),
+    ...extra,
+  };
+  for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL', 'LOG_FORMAT', 'LOG_LEVEL']) {
+    if (!(name in extra)) delete env[name];
+  }
+  const { proc, match } = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js')], {
+    env,
+    cwd: ROOT,
+    readyLine: /"api":"(http[^"]+)".*"msg":"Durable MCP host is up"/,
+    readyTimeoutMs: 90_000,
+  });
+  return { up: proc, apiUrl: match?.[1] ?? '' };
+}
+
+/** Processes still running with this test's data directory on their command line. */
+function leftovers(): string[] {
+  const ps = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' });
+  return ps.split('\n').filter((l) => l.includes(path.join(dir, 'data')) && !l.includes(' ps '));
+}
+
+test('one JSON stream from every process; a clean start and a clean Ctrl-C, leaving nothing behind', async () => {
+  const { up, apiUrl } = await start();
+  expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
+  const atStart = parse(up.output());
+  expect(new Set(atStart.map((l) => l.name))).toEqual(new Set(['up', 'temporal', 'demo-model', 'payments', 'worker', 'api']));
+  for (const l of atStart) {
+    expect(typeof l.level).toBe('number');
+    expect(typeof l.time).toBe('number');
+    expect(typeof l.msg).toBe('string');
+  }
+  expect(atStart.filter((l) => l.level >= 40).map((l) => `${l.name}: ${l.msg}`)).toEqual([]);
+  const ready = atStart.find((l) => l.msg === 'Durable MCP host is up') as Line;
+  expect(ready).toMatchObject({ name: 'up', api: apiUrl, console: `${apiUrl}/console/` });
+
+  // Used for a turn first, as a person would before pressing Ctrl-C.
+  const secret = readFileSync(path.join(dir, 'data', 'dev-jwt-secret'), 'utf8').trim();
+  const admin = DEMO_USERS.admin;
+  const headers = bearer(await mintDevToken({ secret, sub: admin.sub, role: admin.role, tenant: admin.tenant, scopes: [...admin.scopes] }));
+  const post = await postMessage(apiUrl, 'up', "Process payment for student Bob's invoice", headers);
+  expect(post.status).toBe(202);
+  const events = await readSse(`${apiUrl}${post.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  // The worker's lines about the turn carry its ids.
+  await new Promise((r) => setTimeout(r, 300));
+  const turnLines = parse(up.output()).filter((l) => l.name === 'worker' && (l['turnId'] === post.body.turnId || l['workflowId'] === post.body.turnId));
+  expect(turnLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['turn started', 'tool call', 'turn finished']));
+  for (const l of turnLines.filter((x) => x.msg === 'tool call')) expect(l).toMatchObject({ sessionId: 'up', userId: admin.sub });
+
+  const before = parse(up.output()).length;
+  up.child.kill('SIGINT');
+  expect(await up.exited).toBe(0);
+  const atStop = parse(up.output()).slice(before);
+  expect(atStop.filter((l) => l.level >= 40).map((l) => `${l.name}: ${l.msg}`)).toEqual([]);
+  expect(leftovers()).toEqual([]);
+}, 150_000);
+
+test('a second start on the same data: Temporal does not warn that the search attributes exist', async () => {
+  // Warnings of the dev server shown this time, to see that none is about existing attributes.
+  const { up } = await start({ TEMPORAL_LOG_LEVEL: 'warn' });
+  try {
+    const warnings = parse(up.output()).filter((l) => l.level >= 40);
+    expect(warnings.filter((l) => /already exists/.test(l.msg))).toEqual([]);
+  } finally {
+    await up.stop(30_000);
+  }
+  expect(leftovers()).toEqual([]);
+}, 150_000);
