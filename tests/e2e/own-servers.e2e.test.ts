@@ -2,9 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { mintDevToken } from '../../src/api/auth';
-import { freePort, type ManagedProcess, spawnManaged } from '../../src/cli/processes';
+import type { ManagedProcess } from '../../src/cli/processes';
 import { bearer, getJson, postMessage, readSse } from '../helpers/http';
-import { DIST, EVERYTHING_SERVER, requireBuild, ROOT, temporalCli } from '../helpers/system';
+import { EVERYTHING_SERVER, requireBuild } from '../helpers/system';
+import { startLauncher } from '../helpers/launcher';
 
 /**
  * `npm start -- --config <file>` with a pasted Claude Desktop file that names one server of the
@@ -20,26 +21,7 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'dmh-own-'));
   const config = path.join(dir, 'claude_desktop_config.json');
   writeFileSync(config, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] } } }));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TEMPORAL_CLI: temporalCli(),
-    DATA_DIR: path.join(dir, 'data'),
-    TEMPORAL_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    DEMO_MODEL_PORT: String(await freePort()),
-    API_PORT: String(await freePort()),
-    INIT_CWD: dir,
-    CONFIG_POLL_MS: '200',
-  };
-  for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL']) delete env[name];
-  const started = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js'), '--config', 'claude_desktop_config.json'], {
-    env,
-    cwd: ROOT,
-    readyLine: /"api":"(http[^"]+)".*"msg":"Durable MCP host is up"/,
-    readyTimeoutMs: 90_000,
-  });
-  up = started.proc;
-  apiUrl = started.match?.[1] ?? '';
+  ({ up, apiUrl } = await startLauncher(path.join(dir, 'data'), { INIT_CWD: dir, CONFIG_POLL_MS: '200' }, ['--config', 'claude_desktop_config.json']));
 }, 120_000);
 
 afterAll(async () => {

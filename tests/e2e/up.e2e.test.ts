@@ -8,8 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, spawnManaged, type ManagedProcess } from '../../src/cli/processes';
-import { DEMO_USERS, DIST, requireBuild, ROOT, temporalCli } from '../helpers/system';
+import { DEMO_USERS, requireBuild } from '../helpers/system';
+import { startLauncher } from '../helpers/launcher';
 import { mintDevToken } from '../../src/api/auth';
 import { bearer, postMessage, readSse } from '../helpers/http';
 
@@ -41,29 +41,7 @@ function parse(output: string): Line[] {
     });
 }
 
-async function start(extra: NodeJS.ProcessEnv = {}): Promise<{ up: ManagedProcess; apiUrl: string }> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TEMPORAL_CLI: temporalCli(),
-    DATA_DIR: path.join(dir, 'data'),
-    TEMPORAL_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    DEMO_MODEL_PORT: String(await freePort()),
-    PAYMENTS_PORT: String(await freePort()),
-    API_PORT: String(await freePort()),
-    ...extra,
-  };
-  for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL', 'LOG_FORMAT', 'LOG_LEVEL']) {
-    if (!(name in extra)) delete env[name];
-  }
-  const { proc, match } = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js')], {
-    env,
-    cwd: ROOT,
-    readyLine: /"api":"(http[^"]+)".*"msg":"Durable MCP host is up"/,
-    readyTimeoutMs: 90_000,
-  });
-  return { up: proc, apiUrl: match?.[1] ?? '' };
-}
+const start = (extra: NodeJS.ProcessEnv = {}) => startLauncher(path.join(dir, 'data'), extra);
 
 /** Processes still running with this test's data directory on their command line. */
 function leftovers(): string[] {
