@@ -1,9 +1,16 @@
-import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { scrubSecrets } from '../security/secrets';
+
+/**
+ * Why an LLM call failed, as metrics count it: a fixed set, so a label never carries an endpoint's
+ * own words. `other` is anything the client could not place (an abort, an unexpected exception).
+ */
+export type LlmErrorClass = 'rate_limited' | 'auth' | 'bad_request' | 'server_error' | 'timeout' | 'connection' | 'malformed_response' | 'other';
 
 /** What the host does with a failed LLM call. Temporal owns the retries; the SDK's are off. */
 export interface LlmFailure {
   retryable: boolean;
+  errorClass: LlmErrorClass;
   /** Server-requested delay (retry-after / retry-after-ms), capped. */
   retryAfterMs?: number;
   status?: number;
@@ -31,11 +38,14 @@ export function describeEndpoint(baseUrl: string): string {
 export function classifyLlmError(err: unknown, secrets: readonly string[] = [], endpoint?: string): LlmFailure {
   const from = endpoint ? ` from ${endpoint}` : '';
   if (err instanceof APIUserAbortError) {
-    return { retryable: true, message: 'the request was aborted' };
+    return { retryable: true, errorClass: 'other', message: 'the request was aborted' };
   }
   if (err instanceof APIConnectionError) {
     // Includes timeouts: nothing reached the model, or the answer never came back.
-    return { retryable: true, message: scrubSecrets(`cannot reach the model endpoint${endpoint ? ` ${endpoint}` : ''} (${err.message})`, secrets) };
+    return {
+      retryable: true,
+      errorClass: err instanceof APIConnectionTimeoutError ? 'timeout' : 'connection',
+      message: scrubSecrets(`cannot reach the model endpoint${endpoint ? ` ${endpoint}` : ''} (${err.message})`, secrets) };
   }
   if (err instanceof APIError && typeof err.status === 'number') {
     const status = err.status;
@@ -43,16 +53,25 @@ export function classifyLlmError(err: unknown, secrets: readonly string[] = [], 
     const detail = scrubSecrets(shorten(apiErrorMessage(err)), secrets);
     return {
       retryable,
+      errorClass: statusClass(status),
       status,
       retryAfterMs: retryable ? retryAfter(err.headers) : undefined,
       message: `HTTP ${status}${from}${detail ? `: ${detail}` : ''}`,
     };
   }
   if (err instanceof SyntaxError) {
-    return { retryable: true, message: 'the model endpoint sent a malformed response' };
+    return { retryable: true, errorClass: 'malformed_response', message: 'the model endpoint sent a malformed response' };
   }
   const message = err instanceof Error ? err.message : String(err);
-  return { retryable: true, message: scrubSecrets(shorten(message), secrets) };
+  return { retryable: true, errorClass: 'other', message: scrubSecrets(shorten(message), secrets) };
+}
+
+function statusClass(status: number): LlmErrorClass {
+  if (status === 429) return 'rate_limited';
+  if (status === 401 || status === 403) return 'auth';
+  if (status === 408) return 'timeout';
+  if (status >= 500) return 'server_error';
+  return status >= 400 ? 'bad_request' : 'other';
 }
 
 function apiErrorMessage(err: APIError): string {

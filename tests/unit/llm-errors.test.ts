@@ -5,21 +5,22 @@ import { scrubSecrets as redact } from '../../src/security/secrets';
 const headers = (h: Record<string, string>) => new Headers(h);
 
 test.each([
-  [408, true],
-  [409, true],
-  [429, true],
-  [500, true],
-  [502, true],
-  [503, true],
-  [400, false],
-  [401, false],
-  [403, false],
-  [404, false],
-  [422, false],
-])('HTTP %i → retryable %s', (status, retryable) => {
+  [408, true, 'timeout'],
+  [409, true, 'bad_request'],
+  [429, true, 'rate_limited'],
+  [500, true, 'server_error'],
+  [502, true, 'server_error'],
+  [503, true, 'server_error'],
+  [400, false, 'bad_request'],
+  [401, false, 'auth'],
+  [403, false, 'auth'],
+  [404, false, 'bad_request'],
+  [422, false, 'bad_request'],
+])('HTTP %i → retryable %s, class %s', (status, retryable, errorClass) => {
   const err = APIError.generate(status, { error: { message: `status ${status}` } }, undefined, headers({}));
   const c = classifyLlmError(err);
   expect(c.retryable).toBe(retryable);
+  expect(c.errorClass).toBe(errorClass);
   expect(c.status).toBe(status);
   expect(c.message).toBe(`HTTP ${status}: status ${status}`);
 });
@@ -40,9 +41,11 @@ test('retry-after (seconds, ms, date) is honoured and capped', () => {
   expect(classifyLlmError(APIError.generate(400, {}, undefined, headers({ 'retry-after': '3' }))).retryAfterMs).toBeUndefined();
 });
 
-test('network errors and timeouts are retryable', () => {
-  expect(classifyLlmError(new APIConnectionError({ message: 'ECONNREFUSED' })).retryable).toBe(true);
-  expect(classifyLlmError(new APIConnectionTimeoutError()).retryable).toBe(true);
+test('network errors and timeouts are retryable, each with its own class', () => {
+  expect(classifyLlmError(new APIConnectionError({ message: 'ECONNREFUSED' }))).toMatchObject({ retryable: true, errorClass: 'connection' });
+  expect(classifyLlmError(new APIConnectionTimeoutError())).toMatchObject({ retryable: true, errorClass: 'timeout' });
+  expect(classifyLlmError(new SyntaxError('Unexpected token'))).toMatchObject({ retryable: true, errorClass: 'malformed_response' });
+  expect(classifyLlmError(new Error('something else'))).toMatchObject({ retryable: true, errorClass: 'other' });
 });
 
 test('secrets are scrubbed from messages', () => {
