@@ -1,23 +1,25 @@
 import pino from 'pino';
 import { traceFields } from './telemetry/context';
+import { logContextFields } from './telemetry/log-context';
 
 export type Logger = pino.Logger;
 
 /**
  * Structured logs (pino). Redaction is a second line of defence: secrets should never reach a log
  * call in the first place. A line written inside an OpenTelemetry span carries its trace_id and
- * span_id.
+ * span_id; one written while an activity runs for a turn, its turnId, sessionId and userId.
  */
-export function createLogger(name: string, level: string): Logger {
-  return pino({
+export function createLogger(name: string, level: string, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     name,
     level,
-    mixin: traceFields,
+    mixin: () => ({ ...logContextFields(), ...traceFields() }),
     redact: {
       paths: ['apiKey', '*.apiKey', 'headers.authorization', '*.headers.authorization', 'authorization', 'env', '*.env'],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /** Query parameters whose values must never reach a log line (browsers put the WebSocket token there). */

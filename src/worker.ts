@@ -4,8 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import type { MetricsSinks, TurnAccounting, TurnOutcome } from './workflows/definitions';
-import { sessionOfTurn } from './shared/ids';
+import type { ApprovalWaitEnd, MetricsSinks, TurnAccounting, TurnOutcome } from './workflows/definitions';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
@@ -28,7 +27,8 @@ import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
 import { freePort } from './cli/processes';
-import { PREBUILT_BUNDLES, tracingWorkerOptions, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './cli/workflow-bundle';
+import { PREBUILT_BUNDLES, tracingWorkerOptions, workflowInterceptorModules, WORKFLOWS_PATH } from './cli/workflow-bundle';
+import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 
@@ -159,29 +159,32 @@ async function main(): Promise<void> {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> =
       existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
-        : { workflowsPath: WORKFLOWS_PATH, ...(tracing.enabled ? { interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } } : {}) };
+        : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: workflowInterceptorModules(tracing.enabled) } };
     const traced = tracingWorkerOptions(tracing);
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
-      interceptors: { ...bundle.interceptors, activity: traced.interceptors.activity },
-      // Turn outcomes for metrics and the log: called by the turn workflow, never during replay.
+      interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor] },
+      // Turn outcomes and approval waits for metrics: called by the turn workflow, never during replay
+      // (the turn logs its own start and end).
       sinks: {
         ...traced.sinks,
         metrics: {
           turnFinished: {
-            fn: (info: WorkflowInfo, outcome: TurnOutcome, llmSteps: number, toolCalls: number, accounting?: TurnAccounting) => {
+            fn: (info: WorkflowInfo, outcome: TurnOutcome, _llmSteps: number, _toolCalls: number, accounting?: TurnAccounting) => {
               if (accounting?.user) void accountTurn(info.workflowId, outcome, { ...accounting, user: accounting.user });
-              const seconds = (Date.now() - info.startTime.getTime()) / 1000;
-              metrics.observer.turnFinished(outcome, seconds, info.historyLength);
-              const sessionId = sessionOfTurn(info.workflowId);
-              logger.info(
-                { turnId: info.workflowId, ...(sessionId ? { sessionId } : {}), outcome, llmSteps, toolCalls, ms: Math.round(seconds * 1000), historyEvents: info.historyLength },
-                'turn finished',
-              );
+              metrics.observer.turnFinished(outcome, (Date.now() - info.startTime.getTime()) / 1000, info.historyLength);
             },
+            callDuringReplay: false,
+          },
+          approvalWaiting: {
+            fn: (info: WorkflowInfo, toolCallId: string, timeoutMs: number) => metrics.observer.approvalWaiting(`${info.workflowId}/${toolCallId}`, Date.now() + timeoutMs),
+            callDuringReplay: false,
+          },
+          approvalEnded: {
+            fn: (info: WorkflowInfo, toolCallId: string, how: ApprovalWaitEnd) => metrics.observer.approvalEnded(`${info.workflowId}/${toolCallId}`, how),
             callDuringReplay: false,
           },
         },

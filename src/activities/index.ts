@@ -1,10 +1,10 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
-import { classifyLlmError } from '../llm/errors';
+import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
 import { retryNotice } from './retry-notice';
 import { isMcpFailure } from '../mcp/failures';
-import type { LlmOutcome, ToolOutcomeLabel, WorkerObserver } from '../metrics';
+import type { LlmOutcome, ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub, ToolTaskRef } from '../mcp/types';
@@ -172,7 +172,7 @@ export function createActivities(deps: ActivityDeps) {
     async callLlm(req: LlmRequest): Promise<LlmResponse> {
       const ctx = Context.current();
       const started = performance.now();
-      const observe = (outcome: LlmOutcome) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000);
+      const observe = (outcome: LlmOutcome, errorClass?: LlmErrorClass) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000, errorClass);
       return await withHeartbeats(async (beat) => {
         let lastBeat = 0;
         try {
@@ -200,9 +200,9 @@ export function createActivities(deps: ActivityDeps) {
             throw new CancelledFailure('LLM call cancelled');
           }
           const failure = classifyLlmError(err, deps.secrets, deps.llmEndpoint);
-          observe(failure.retryable ? 'retryable_error' : 'rejected');
+          observe(failure.retryable ? 'retryable_error' : 'rejected', failure.errorClass);
           deps.logger.warn(
-            { turnId: req.turnId, step: req.step, attempt: ctx.info.attempt, status: failure.status, retryable: failure.retryable },
+            { ...turnFields(req.turnId), step: req.step, attempt: ctx.info.attempt, status: failure.status, errorClass: failure.errorClass, retryable: failure.retryable },
             `LLM call failed: ${failure.message}`,
           );
           if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
@@ -263,21 +263,36 @@ export function createActivities(deps: ActivityDeps) {
 
     async callTool(input: ToolCallInput): Promise<ToolOutcome> {
       const ctx = Context.current();
+      const started = performance.now();
+      // One info line per attempt: names, duration and outcome, never arguments or results.
+      const observe = (outcome: ToolOutcomeLabel, errorClass?: ToolErrorClass) => {
+        const seconds = (performance.now() - started) / 1000;
+        deps.metrics?.toolCall(input.server, input.tool, outcome, seconds, errorClass);
+        deps.logger.info(
+          { ...turnFields(input.turnId, input.user), server: input.server, tool: input.tool, attempt: ctx.info.attempt, outcome, ...(errorClass ? { errorClass } : {}), ms: Math.round(seconds * 1000) },
+          'tool call',
+        );
+      };
       const catalog = await deps.hub.catalog();
       const entry = catalog.tools.find((t) => t.server === input.server && t.tool === input.tool);
       if (!entry) {
         const server = catalog.servers.find((s) => s.server === input.server);
         if (!server || server.state !== 'connected') {
+          observe('transient_error', 'server_unavailable');
           // The server may come back (respawn, network): let Temporal retry with backoff.
           throw ApplicationFailure.retryable(
             `server ${input.server} is unavailable${server?.error ? `: ${scrub(server.error)}` : ''}`,
             Failure.McpServerUnavailable,
           );
         }
+        observe('tool_error', 'tool_missing');
         return { isError: true, text: `Tool ${input.tool} no longer exists on server ${input.server}.` };
       }
       const check = deps.validator.validate(entry.inputSchema, input.arguments);
-      if (!check.ok) return { isError: true, text: `Invalid arguments for ${input.llmName}: ${check.message}` };
+      if (!check.ok) {
+        observe('tool_error', 'invalid_arguments');
+        return { isError: true, text: `Invalid arguments for ${input.llmName}: ${check.message}` };
+      }
 
       const auditBase = input.user
         ? {
@@ -293,16 +308,6 @@ export function createActivities(deps: ActivityDeps) {
         : undefined;
       // Every attempt is audited: a retried side effect must be visible as such.
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
-      const started = performance.now();
-      // One info line per attempt: names, duration and outcome, never arguments or results.
-      const observe = (outcome: ToolOutcomeLabel) => {
-        const seconds = (performance.now() - started) / 1000;
-        deps.metrics?.toolCall(input.server, input.tool, outcome, seconds);
-        deps.logger.info(
-          { ...turnFields(input.turnId, input.user), server: input.server, tool: input.tool, attempt: ctx.info.attempt, outcome, ms: Math.round(seconds * 1000) },
-          'tool call',
-        );
-      };
       // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
       const elicitation = new ElicitationSession(input.elicitations);
       const previous = ctx.info.heartbeatDetails as { task?: ToolTaskRef } | undefined;
@@ -360,7 +365,8 @@ export function createActivities(deps: ActivityDeps) {
           if (auditBase) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: outcome.isError ? 'error' : 'ok', detail: outcome.text.slice(0, 200) });
           }
-          observe(outcome.isError ? 'tool_error' : 'ok');
+          if (outcome.isError) observe('tool_error', 'tool_error');
+          else observe('ok');
           return sampling.used > 0 ? { ...outcome, samplingTokens: sampling.used } : outcome;
         } catch (err) {
           if (auditBase) {
@@ -376,13 +382,13 @@ export function createActivities(deps: ActivityDeps) {
             throw new CancelledFailure('tool call cancelled');
           }
           if (elicitation.asked) {
-            observe('tool_error');
+            observe('tool_error', 'input_required');
             throw inputRequired(elicitation.asked);
           }
           // The user has to authorize the host with the server: the turn waits for them (the URL is
           // not a secret: it carries the PKCE challenge, never the verifier). Retrying cannot help.
           if (err instanceof AuthorizationRequiredError) {
-            observe('tool_error');
+            observe('tool_error', 'authorization_required');
             throw ApplicationFailure.create({
               type: Failure.McpAuthorizationRequired,
               message,
@@ -392,14 +398,14 @@ export function createActivities(deps: ActivityDeps) {
           }
           // The user (or the authorization server) said no: data for the model.
           if (err instanceof AuthorizationDeniedError) {
-            observe('tool_error');
+            observe('tool_error', 'authorization_denied');
             return { isError: true, text: `${message}. The call was not made.` };
           }
           if (isMcpFailure(err, 'permanent')) {
-            observe('permanent_error');
+            observe('permanent_error', 'permanent');
             throw ApplicationFailure.nonRetryable(message, Failure.McpPermanentError);
           }
-          observe('transient_error');
+          observe('transient_error', 'transient');
           throw ApplicationFailure.retryable(message, Failure.McpTransientError);
         }
       });
@@ -410,7 +416,7 @@ export function createActivities(deps: ActivityDeps) {
 export type Activities = ReturnType<typeof createActivities>;
 
 /** What every log line about a turn carries. */
-function turnFields(turnId: string, user: UserContext | undefined): Record<string, string> {
+function turnFields(turnId: string, user?: UserContext): Record<string, string> {
   const sessionId = sessionOfTurn(turnId);
   return { turnId, ...(sessionId ? { sessionId } : {}), ...(user ? { userId: user.id } : {}) };
 }

@@ -9,6 +9,7 @@ import { type Logger, withSafeRequestLog } from '../logger';
 import { frameworkErrorCode, HttpError } from './errors';
 import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
+import { logContextHook } from './request-log-context';
 import { OAUTH_CALLBACK_PATH } from '../config';
 import type { OAuthStore } from '../security/oauth-store';
 import { approvalRoutes } from './routes/approvals';
@@ -152,6 +153,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const fromQuery = QUERY_TOKEN_ROUTES.has(request.routeOptions.url ?? '') && !request.headers.authorization && typeof queryToken === 'string';
     request.user = await deps.auth.authenticate(fromQuery ? `Bearer ${queryToken}` : request.headers.authorization);
   });
+  // After authentication: lines about a turn or session name it and the caller.
+  app.addHook('onRequest', logContextHook);
 
   const redaction = deps.redaction ?? DEFAULT_REDACTION;
   const service = createTurnService({

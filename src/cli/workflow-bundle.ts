@@ -1,7 +1,8 @@
 /**
  * What goes into the workflow bundles and what a worker running them needs, used by the prebuilt
  * bundles (bundle-workflows.ts), src/worker.ts, and the replay and workflow tests. Two bundles: the
- * workflows alone, and the workflows with the OpenTelemetry workflow interceptors (spans for
+ * workflows with their log-context interceptors (../workflows/log-context.ts), and those with the
+ * OpenTelemetry workflow interceptors as well (spans for
  * workflows and what they schedule, exported through the worker's `exporter` sink; replay-safe, as
  * nothing is exported while a history replays). A worker with tracing on loads the second. The
  * interceptors only add headers to commands, which replay does not compare, so histories move freely
@@ -12,12 +13,18 @@
 import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import type { MetricsSinks } from '../workflows/definitions';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
-export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+/** In both bundles: turn, session and user ids on workflow log lines and activity headers (tiny). */
+const LOG_CONTEXT_MODULE = require.resolve('../workflows/log-context');
+const OTEL_WORKFLOW_INTERCEPTORS = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
 
-export const workflowBundleOptions = (traced = false) => ({ workflowsPath: WORKFLOWS_PATH, ...(traced ? { workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES } : {}) });
+/** The workflow interceptor modules of a bundle with or without tracing. */
+export const workflowInterceptorModules = (traced = false) => [LOG_CONTEXT_MODULE, ...(traced ? OTEL_WORKFLOW_INTERCEPTORS : [])];
+
+export const workflowBundleOptions = (traced = false) => ({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: workflowInterceptorModules(traced) });
 
 /** File names of the prebuilt bundles, beside src/worker.js in dist/. */
 export const PREBUILT_BUNDLES = { plain: 'workflow-bundle.js', traced: 'workflow-bundle-traced.js' } as const;
@@ -36,3 +43,8 @@ export function tracingWorkerOptions(tracing: { spanProcessor: SpanProcessor; re
     sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
   };
 }
+
+/** The workflows' metrics sinks as no-ops, for workers and replays that count nothing. */
+export const NOOP_METRICS_SINKS: InjectedSinks<MetricsSinks> = {
+  metrics: { turnFinished: { fn: () => undefined }, approvalWaiting: { fn: () => undefined }, approvalEnded: { fn: () => undefined } },
+};

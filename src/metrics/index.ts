@@ -7,18 +7,37 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LlmErrorClass } from '../llm/errors';
 
 export type LlmOutcome = 'ok' | 'retryable_error' | 'rejected' | 'cancelled';
 export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'permanent_error' | 'cancelled';
+/** Why a tool call did not give the model a plain result; a fixed set, so labels stay bounded. */
+export type ToolErrorClass =
+  | 'tool_error'
+  | 'invalid_arguments'
+  | 'tool_missing'
+  | 'server_unavailable'
+  | 'authorization_required'
+  | 'authorization_denied'
+  | 'input_required'
+  | 'transient'
+  | 'permanent';
+export type ApprovalEnd = 'approved' | 'rejected' | 'timed_out' | 'cancelled';
 
 /** What the activities report; the worker's registry implements it. */
 export interface WorkerObserver {
-  llmCall(outcome: LlmOutcome, seconds: number): void;
+  /** `errorClass` for failed attempts (src/llm/errors.ts LlmErrorClass). */
+  llmCall(outcome: LlmOutcome, seconds: number, errorClass?: LlmErrorClass): void;
   /** Tokens one model call used, as the endpoint reported them. */
   llmTokens(usage: { promptTokens: number; completionTokens: number }): void;
-  toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number): void;
+  /** `errorClass` for every outcome but ok and cancelled. */
+  toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number, errorClass?: ToolErrorClass): void;
   /** A turn ended (from the turn workflow's sink, on the worker that ran its last task). */
   turnFinished(outcome: 'completed' | 'failed' | 'cancelled', seconds: number, historyEvents: number): void;
+  /** A tool call began waiting for a person's approval (turn workflow's sink); it ends by `deadline` at the latest. */
+  approvalWaiting(key: string, deadline: number): void;
+  /** That wait ended; a key this worker never saw waiting is only counted as decided. */
+  approvalEnded(key: string, how: ApprovalEnd): void;
 }
 
 const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
@@ -46,6 +65,23 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
   );
   const tokens = new Counter({ name: 'dmh_llm_tokens_total', help: 'Tokens of LLM calls, as the endpoint reported them, by kind (prompt, completion).', labelNames: ['kind'], registers: [registry] });
   const historyEvents = histogram('dmh_turn_history_events', 'History events of a turn workflow when it ended.', [], [10, 20, 40, 80, 160, 320, 640, 1280]);
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const llmErrors = counter('dmh_llm_errors_total', 'Failed LLM call attempts, by error class.', ['class']);
+  const toolErrors = counter('dmh_tool_errors_total', 'Tool call attempts that did not give the model a plain result, by server, tool and error class.', ['server', 'tool', 'class']);
+  const approvalsEnded = counter('dmh_approvals_decided_total', 'Approval waits that ended, by how (approved, rejected, timed_out, cancelled).', ['decision']);
+  // Waits this worker saw begin, with the time they end at the latest (the policy's timeout): a
+  // turn terminated mid-wait, or moved to another worker, cannot leave one counted for ever.
+  const waiting = new Map<string, number>();
+  new Gauge({
+    name: 'dmh_approvals_pending',
+    help: 'Tool calls waiting for a person to approve them, among the waits this worker saw begin.',
+    registers: [registry],
+    collect() {
+      const now = Date.now();
+      for (const [key, deadline] of waiting) if (deadline < now) waiting.delete(key);
+      this.set(waiting.size);
+    },
+  });
   new Gauge({
     name: 'dmh_mcp_circuit_state',
     help: "The worker's circuit breaker per MCP server: 0 closed, 1 half open, 2 open.",
@@ -59,15 +95,26 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
   return {
     registry,
     observer: {
-      llmCall: (outcome, seconds) => llm.observe({ outcome }, seconds),
+      llmCall: (outcome, seconds, errorClass) => {
+        llm.observe({ outcome }, seconds);
+        if (errorClass) llmErrors.inc({ class: errorClass });
+      },
       llmTokens: (usage) => {
         tokens.inc({ kind: 'prompt' }, usage.promptTokens);
         tokens.inc({ kind: 'completion' }, usage.completionTokens);
       },
-      toolCall: (server, toolName, outcome, seconds) => tool.observe({ server, tool: toolName, outcome }, seconds),
+      toolCall: (server, toolName, outcome, seconds, errorClass) => {
+        tool.observe({ server, tool: toolName, outcome }, seconds);
+        if (errorClass) toolErrors.inc({ server, tool: toolName, class: errorClass });
+      },
       turnFinished: (outcome, seconds, events) => {
         turns.observe({ outcome }, seconds);
         historyEvents.observe(events);
+      },
+      approvalWaiting: (key, deadline) => void waiting.set(key, deadline),
+      approvalEnded: (key, how) => {
+        waiting.delete(key);
+        approvalsEnded.inc({ decision: how });
       },
     },
   };

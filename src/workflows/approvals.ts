@@ -1,4 +1,4 @@
-import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, proxySinks, setHandler } from '@temporalio/workflow';
 import { createApprovalBook } from '../core/approvals';
 import type { PlannedCall } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
@@ -6,7 +6,7 @@ import type { TurnRecord } from '../core/turn-record';
 import type { Policy } from '../shared/policy';
 import type { PendingApproval } from '../shared/turn';
 import type { UserContext } from '../shared/user';
-import { approveToolCallUpdate } from './definitions';
+import { approveToolCallUpdate, type MetricsSinks } from './definitions';
 
 /** The turn's audit activity (it adds who and which workflow). */
 type AuditApproval = (entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>) => Promise<void>;
@@ -18,6 +18,8 @@ type AuditApproval = (entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'
  */
 export function handleApprovals(record: TurnRecord, user: UserContext | undefined, policy: Policy | undefined, audit: AuditApproval) {
   const book = createApprovalBook(record.state, user, policy);
+  // The worker's approvals-pending gauge; sinks are not called on replay and add no command.
+  const { metrics } = proxySinks<MetricsSinks>();
   setHandler(approveToolCallUpdate, (input) => book.decide(input), {
     validator: (input) => {
       const refusal = book.refusal(input);
@@ -32,8 +34,17 @@ export function handleApprovals(record: TurnRecord, user: UserContext | undefine
       record.emit('approval_required', { toolCallId: p.call.id, name: p.tool.name, server: p.tool.server, tool: p.tool.tool, arguments: p.arguments, step });
       await audit({ kind: 'approval_requested', server: p.tool.server, tool: p.tool.tool, args: p.arguments, toolCallId: p.call.id });
       const timeoutMs = policy?.approval?.timeoutMs ?? 300_000;
-      const inTime = await condition(() => book.isDecided(p.call.id), timeoutMs);
+      metrics.approvalWaiting(p.call.id, timeoutMs);
+      let inTime: boolean;
+      try {
+        inTime = await condition(() => book.isDecided(p.call.id), timeoutMs);
+      } catch (err) {
+        // The turn was cancelled while it waited.
+        metrics.approvalEnded(p.call.id, 'cancelled');
+        throw err;
+      }
       const settled = book.settle(pending, inTime);
+      if (settled.state !== 'pending') metrics.approvalEnded(p.call.id, settled.state);
       const by = settled.decidedBy;
       record.emit('approval_decided', { toolCallId: p.call.id, decision: settled.state, ...(by !== undefined ? { by } : {}) });
       await audit({

@@ -5,7 +5,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { SessionView, SubmitMessageInput, SubmitMessageResult } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, ChatMessage, ProvideInput, TurnState, TurnUsage } from '../shared/turn';
+import type { ApprovalInput, ApprovalResult, ChatMessage, PendingApproval, ProvideInput, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 
@@ -30,8 +30,16 @@ export interface MetricsSinks extends Sinks {
      * workflow info), and records the turn's token usage for budgets (absent from older workflow code).
      */
     turnFinished(outcome: TurnOutcome, llmSteps: number, toolCalls: number, accounting?: TurnAccounting): void;
+    /** A tool call began waiting for approval; the policy denies it after `timeoutMs` at the latest. */
+    approvalWaiting(toolCallId: string, timeoutMs: number): void;
+    /** That wait ended: decided, timed out, or the turn was cancelled while it waited. */
+    approvalEnded(toolCallId: string, how: ApprovalWaitEnd): void;
   };
 }
+
+/** How a wait for approval ends, as the metrics count it. */
+export type ApprovalWaitEnd = Exclude<PendingApproval['state'], 'pending'> | 'cancelled';
+
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';
 export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
 

@@ -88,14 +88,18 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   let samplingLeft = policy?.sampling?.maxTokensPerTurn;
 
   const { metrics } = proxySinks<MetricsSinks>();
-  // The SDK logger (pino in the worker) adds the workflow id, which is the turn id; not logged on replay.
+  // The SDK logger (pino in the worker) adds the workflow id, and ./log-context.ts the turn, session and
+  // user ids (with tracing, the trace id too); not logged on replay.
   log.info('turn started', { sessionId: input.sessionId, ...(user ? { userId: user.id } : {}), ...(input.directCall ? { directCall: true } : {}) });
-  const finished = (outcome: TurnOutcome): void =>
+  const finished = (outcome: TurnOutcome): void => {
+    const ms = Date.now() - wf.startTime.getTime();
+    log.info('turn finished', { outcome, llmSteps: state.steps, toolCalls: state.toolCalls.length, ms, historyEvents: workflowInfo().historyLength });
     metrics.turnFinished(outcome, state.steps, state.toolCalls.length, {
       sessionId: input.sessionId,
       ...(user ? { user: { id: user.id, role: user.role, tenant: user.tenant } } : {}),
       ...(state.usage ? { usage: state.usage } : {}),
     });
+  };
 
   const fail = (error: TurnError): never => {
     record.fail(error);

@@ -134,6 +134,12 @@ test('one turn, two tool calls: one trace from the API request down to each MCP 
   const toolLines = workerLines.filter((l) => l['msg'] === 'tool call' && l['turnId'] === post.body.turnId);
   expect(toolLines).toHaveLength(2);
   for (const l of toolLines) expect(l['trace_id']).toBe(traceId);
+  // The workflow's own lines (start, end) too, with the turn's ids, and the API's response line.
+  const ids = { turnId: post.body.turnId, sessionId: 'traced', userId: 'u-ada', trace_id: traceId };
+  await waitFor(async () => (sys.worker.output().includes('"msg":"turn finished"') ? true : undefined), 10_000, 200);
+  const turnLines = sys.worker.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  for (const msg of ['turn started', 'turn finished']) expect(turnLines.find((l) => l['msg'] === msg && l['turnId'] === post.body.turnId)).toMatchObject(ids);
   const apiLines = api.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
   expect(apiLines.some((l) => l['trace_id'] === traceId && String((l['req'] as { url?: string } | undefined)?.url ?? '').endsWith('/v1/sessions/traced/messages'))).toBe(true);
+  expect(apiLines.find((l) => l['msg'] === 'request completed' && l['trace_id'] === traceId)).toMatchObject(ids);
 }, 120_000);

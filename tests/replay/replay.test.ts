@@ -3,7 +3,7 @@ import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
+import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
 
 /**
  * Every committed history must replay against today's workflow code: a failure here means a
@@ -27,7 +27,7 @@ test('there are committed histories to replay', () => {
 });
 
 /** The worker's sinks, as no-ops: replayed workflows reference them (nothing is called while replaying). */
-const REPLAY_SINKS = { ...tracingWorkerOptions().sinks, metrics: { turnFinished: { fn: () => undefined } } };
+const REPLAY_SINKS = { ...tracingWorkerOptions().sinks, ...NOOP_METRICS_SINKS };
 
 // As workers run them: the default bundle, and the one a worker with tracing on loads (its
 // interceptors add headers to commands; histories must replay on both, whichever recorded them).

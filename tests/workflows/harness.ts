@@ -18,7 +18,7 @@ import type { Catalog, CatalogTool } from '../../src/shared/tool-types';
 import type { LlmResponse, TurnEvent, TurnInput, TurnOptions, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import { connectClient, startTemporal } from '../helpers/system';
-import { tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
+import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
 
 export interface WorkflowEnv {
   client: Client;
@@ -86,7 +86,7 @@ export async function startWorker(env: WorkflowEnv, activities: Activities, opti
     // Cancellation reaches an activity with a heartbeat response: send heartbeats without delay.
     maxHeartbeatThrottleInterval: '100 ms',
     // The turn workflow reports its end to the worker's metrics sink; these suites do not count turns.
-    sinks: { ...tracingWorkerOptions().sinks, metrics: { turnFinished: { fn: () => undefined } } },
+    sinks: { ...tracingWorkerOptions().sinks, ...NOOP_METRICS_SINKS },
     ...options,
   });
   let failure: unknown;

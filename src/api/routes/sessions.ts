@@ -7,6 +7,7 @@ import { callerOf } from '../caller';
 import { IdempotencyKey, messageBody, parseRequest, SessionParams, ToolCallBody } from '../contract';
 import { HttpError } from '../errors';
 import { routeSchemas } from '../openapi';
+import { addLogContext } from '../request-log-context';
 import type { Accepted, TurnService } from '../turn-service';
 
 export interface SessionRoutesOptions {
@@ -34,11 +35,13 @@ export const sessionRoutes: FastifyPluginAsync<SessionRoutesOptions> = async (ap
     };
   };
   /** 202 for a new turn, 200 for a repeated Idempotency-Key, with where to follow it. */
-  const accepted = (reply: FastifyReply, sessionId: string, { turnId, created, position }: Accepted) =>
-    reply
+  const accepted = (reply: FastifyReply, sessionId: string, { turnId, created, position }: Accepted) => {
+    addLogContext(reply.request, reply, { turnId });
+    return reply
       .status(created ? 202 : 200)
       .header('location', `/v1/turns/${turnId}`)
       .send({ sessionId, turnId, position, eventsUrl: `/v1/turns/${turnId}/events`, statusUrl: `/v1/turns/${turnId}` });
+  };
 
   // Limits first, before the body is looked at: a flood of malformed messages is spent budget too.
   app.post('/v1/sessions/:sessionId/messages', { schema: routeSchemas.postMessage, preHandler: async (request) => service.admit(callerOf(request)) }, async (request, reply) => {
