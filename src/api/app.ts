@@ -10,7 +10,7 @@ import { frameworkErrorCode, HttpError } from './errors';
 import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
 import { logContextHook } from './request-log-context';
-import { OAUTH_CALLBACK_PATH } from '../config';
+import { needsUserToken } from './route-access';
 import type { OAuthStore } from '../security/oauth-store';
 import { approvalRoutes } from './routes/approvals';
 import { catalogRoutes } from './routes/catalog';
@@ -140,11 +140,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // GET /openapi.json; the route schemas document the API, they do not validate (see openapi.ts).
   await registerOpenApi(app);
 
-  // Every /v1 route needs a verified caller; /healthz stays open for load balancers.
+  // Every /v1 route and /ws needs a verified caller; /healthz stays open for load balancers. Decided on
+  // the route the router matched, not the raw URL, which percent-escapes can disguise (./route-access.ts).
   app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/v1/') && !request.url.startsWith('/ws')) return;
-    // A browser redirect from an authorization server: no token; its `state` names the authorization.
-    if (request.routeOptions.url === OAUTH_CALLBACK_PATH) return;
+    if (!needsUserToken(request.routeOptions.url)) return;
     // A preflight carries no credentials by design; without CORS it finds no route (404), never a 401.
     if (request.method === 'OPTIONS') return;
     // Browsers cannot set headers on a WebSocket or an EventSource: those routes also take the token as

@@ -40,7 +40,7 @@ import {
   TurnParams,
   TurnView,
 } from './contract';
-import { OAUTH_CALLBACK_PATH } from '../config';
+import { needsUserToken } from './route-access';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -50,9 +50,6 @@ const fromZod = (schema: z.ZodType, io: 'input' | 'output' = 'output'): JsonSche
 
 /** The name of the security scheme in `components.securitySchemes`. */
 export const BEARER_SCHEME = 'bearerAuth';
-
-/** The routes the auth hook of app.ts covers (every /v1 route and /ws): the document says so too. */
-const needsToken = (url: string): boolean => (url.startsWith('/v1/') && url !== OAUTH_CALLBACK_PATH) || url.startsWith('/ws');
 
 const ERROR_CODES: Record<number, string> = {
   400: 'The request is malformed: `invalid_request` (bad path, header, query or body; the message says which), `invalid_json`, `bad_request`, `bad_url`.',
@@ -431,8 +428,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
     },
+    // The routes the auth hook of app.ts covers are marked as needing a bearer token.
     transform: ({ schema, url }) => ({
-      schema: needsToken(url) ? { ...schema, security: [{ [BEARER_SCHEME]: [] }] } : schema,
+      schema: needsUserToken(url) ? { ...schema, security: [{ [BEARER_SCHEME]: [] }] } : schema,
       url,
     }),
   });

@@ -1,6 +1,9 @@
 import { memoryRateLimiters } from '../../src/api/rate-limits';
-import type { InjectOptions } from 'fastify';
+import Fastify, { type InjectOptions } from 'fastify';
 import { buildApp } from '../../src/api/app';
+import type { HttpError } from '../../src/api/errors';
+import { catalogRoutes } from '../../src/api/routes/catalog';
+import type { TurnService } from '../../src/api/turn-service';
 import { createLiveTextHub } from '../../src/live/hub';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
@@ -84,7 +87,7 @@ async function setup(rateLimits = { userPerMinute: 1_000, tenantPerMinute: 1_000
     policy: () => openPolicy, limiters: memoryRateLimiters(rateLimits), maxMessageChars: 100, ssePollMs: 5 });
   // Requests act as alice unless a test says otherwise.
   const asAlice = (opts: InjectOptions) => app.inject({ ...opts, headers: { ...ALICE, ...opts.headers } });
-  return { app: { inject: asAlice }, gateway };
+  return { app: { inject: asAlice }, gateway, bare: app };
 }
 
 const post = (app: Awaited<ReturnType<typeof setup>>['app'], url: string, payload: unknown, headers: Record<string, string> = {}) =>
@@ -245,6 +248,79 @@ test('every /v1 route needs a token; /healthz does not', async () => {
     expect(res.json().error.code).toBe('missing_token');
   }
   expect((await app.inject({ method: 'GET', url: '/healthz', headers: { authorization: 'nope' } })).statusCode).toBe(200);
+});
+
+/** A path with every character of its segments percent-encoded (slashes kept), in lower- or upper-case hex. */
+const encodeAll = (path: string, upper: boolean): string =>
+  path.replace(/[^/]/g, (c) => {
+    const hex = c.charCodeAt(0).toString(16).padStart(2, '0');
+    return `%${upper ? hex.toUpperCase() : hex}`;
+  });
+
+test('the token check follows the route the router matched: percent-encoded paths to protected routes answer 401', async () => {
+  const { bare, gateway } = await setup();
+  let catalogCalls = 0;
+  const catalog = gateway.catalog.bind(gateway);
+  gateway.catalog = async () => {
+    catalogCalls++;
+    return await catalog();
+  };
+  // Every route the OpenAPI document marks as needing a token (the same rule as the auth hook), and /ws.
+  const doc = (await bare.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { security?: unknown }>> };
+  const routes: Array<[string, string]> = [['GET', '/ws']];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) if (op.security) routes.push([method.toUpperCase(), path.replace(/\{[^}]+\}/g, 'x1')]);
+  }
+  expect(routes.length).toBeGreaterThan(10);
+  expect(routes).toEqual(expect.arrayContaining([['GET', '/v1/servers'], ['GET', '/v1/tools'], ['POST', '/v1/sessions/x1/messages']]));
+  for (const [method, path] of routes) {
+    // The same route, spelled so that the raw URL no longer starts with /v1/ or /ws.
+    for (const url of [path, `/%${path.charCodeAt(1).toString(16)}${path.slice(2)}`, encodeAll(path, false), encodeAll(path, true)]) {
+      const res = await bare.inject({ method: method as 'GET' | 'POST', url, ...(method === 'POST' ? { payload: {} } : {}) });
+      expect([method, url, res.statusCode]).toEqual([method, url, 401]);
+      expect(res.json().error.code).toBe('missing_token');
+    }
+  }
+  // HEAD (answered by the GET routes) is covered the same way.
+  expect((await bare.inject({ method: 'HEAD', url: '/%761/servers' })).statusCode).toBe(401);
+  expect(catalogCalls).toBe(0);
+  expect(gateway.started).toHaveLength(0);
+});
+
+test.each([
+  '//v1/servers', '/v1//servers', '/v1/./servers', '/v1/servers/.', '/v1/x/../servers', '/./v1/servers', '/V1/servers', '/v1/SERVERS',
+  '/%56%31/servers', '/v1%2Fservers', '/v1/servers/', '/v1/servers%2F', '/%2e/v1/servers', '/v1/%2e%2e/v1/servers', '/v1/servers;x', '/v1/servers%00',
+])('%s without a token: 401 or a plain 404, never the route', async (url) => {
+  const { bare, gateway } = await setup();
+  let catalogCalls = 0;
+  gateway.catalog = async () => {
+    catalogCalls++;
+    return { tools: [], servers: [] };
+  };
+  const res = await bare.inject({ method: 'GET', url });
+  expect([401, 404, 400]).toContain(res.statusCode);
+  expect(['missing_token', 'not_found', 'bad_url']).toContain(res.json().error.code);
+  expect(res.body).not.toMatch(/"servers"/);
+  expect(catalogCalls).toBe(0);
+});
+
+test('the catalog routes ask for the caller themselves: without the auth hook they still answer 401', async () => {
+  const bare = Fastify({ logger: false });
+  let calls = 0;
+  const count = <T>(value: T) => async (): Promise<T> => {
+    calls++;
+    return value;
+  };
+  const service = { catalog: count({ tools: [], servers: [] }), servers: count({ servers: [] }) } as unknown as TurnService;
+  // The app's error shape, which the routes' response schemas expect.
+  bare.setErrorHandler((err: HttpError, _request, reply) => reply.status(err.statusCode).send({ error: { code: err.code, message: err.message } }));
+  await bare.register(catalogRoutes, { service });
+  for (const url of ['/v1/servers', '/v1/tools']) {
+    const res = await bare.inject({ method: 'GET', url });
+    expect([url, res.statusCode, res.json().error.code]).toEqual([url, 401, 'missing_token']);
+  }
+  expect(calls).toBe(0);
+  await bare.close();
 });
 
 test('a turn is visible only to its owner: other users and tenants get 404 for reads and streams', async () => {

@@ -7,9 +7,15 @@ import type { TurnService } from '../turn-service';
 export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
   app.get('/v1/tools', { schema: routeSchemas.listTools }, async (request) => await service.catalog(callerOf(request)));
 
-  app.get('/v1/servers', { schema: routeSchemas.listServers }, async () => await service.servers());
+  // The caller is not needed to answer, but asking for it keeps this route closed even if the auth hook
+  // were bypassed: it may start a catalog workflow.
+  app.get('/v1/servers', { schema: routeSchemas.listServers }, async (request) => {
+    callerOf(request);
+    return await service.servers();
+  });
 
-  // No token (see the auth hook): 503 when Temporal is unreachable, so balancers take the replica out.
+  // No token (see the auth hook): 503 when Temporal is unreachable, so whatever routes by health can
+  // take the replica out (README, "Production stack").
   app.get('/healthz', { schema: routeSchemas.healthz }, async (_request, reply) => {
     const health = await service.health();
     return reply.status(health.temporal.ok ? 200 : 503).send(health);
