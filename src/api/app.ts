@@ -54,9 +54,10 @@ export interface AppDeps {
   sseKeepAliveMs?: number;
   /**
    * Live LLM text. With `secret`, workers push deltas to POST /internal/live (see src/live);
-   * streams then carry text_delta / text_reset events besides the durable ones.
+   * streams then carry text_delta / text_reset events besides the durable ones. `ingest` (several
+   * replicas: the bus) takes pushed batches instead of `hub`; the push is answered once it resolves.
    */
-  live?: { hub: LiveTextHub; secret?: string; ingest?: (chunks: readonly LiveChunk[]) => void };
+  live?: { hub: LiveTextHub; secret?: string; ingest?: (chunks: readonly LiveChunk[]) => Promise<void> };
   /** WebSocket heartbeats (GET /ws): ping interval and how long a silent socket may live. */
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
   /** Browser origins allowed to call the API from other origins (CORS); none: same origin only. */

@@ -90,7 +90,7 @@ async function main(): Promise<void> {
       ...(env.TEMPORAL_UI_URL ? { temporalUiUrl: env.TEMPORAL_UI_URL } : {}),
       ...(env.CONSOLE_DEMO_USERS === 'on' && env.JWT_SECRET ? { demoToken: demoTokens(env.JWT_SECRET, issuerAndAudience(env)) } : {}),
     },
-    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => void bus.publish(chunks) } : {}) } } : {}),
+    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks) } : {}) } } : {}),
   });
 
   const shutdown = async () => {

@@ -1,12 +1,14 @@
 /**
- * Live text across API replicas: a worker pushes its chunks to whichever replica the load balancer
- * picks; that replica publishes them with PostgreSQL NOTIFY, and every replica (itself included)
- * LISTENs and feeds its own hub. Any replica can then serve any turn's stream.
+ * Live text across API replicas: a worker pushes its chunks to whichever replica it reaches; that
+ * replica publishes them with PostgreSQL NOTIFY, and every replica (itself included) LISTENs and feeds
+ * its own hub. Any replica can then serve any turn's stream.
  *
  * Limits (docs/decisions/0009-shared-state-on-postgres.md): a NOTIFY payload is at most 8000 bytes, so
  * batches are cut to fit and an oversized delta is split at offsets; a replica publishes one batch at a
- * time, in the order the worker pushed them, and delivery is at most once. While a replica's listening connection is down it misses
- * chunks: its streams show a gap until the durable `text` event, which is authoritative.
+ * time, in the order the worker pushed them, and `publish` resolves only once PostgreSQL took it, which
+ * the ingest route waits for before answering (so order holds across replicas too); delivery is at
+ * most once. While a replica's listening connection is down it misses chunks: its streams show a gap
+ * until the durable `text` event, which is authoritative.
  */
 import { Client, type Pool } from 'pg';
 import { type LiveChunk, LiveBatchSchema } from './chunk';
@@ -30,7 +32,10 @@ export interface PgLiveBusOptions {
 }
 
 export interface LiveBus {
-  /** Sends chunks to every replica's hub; if PostgreSQL refuses, this replica's hub gets them at least. */
+  /**
+   * Sends chunks to every replica's hub; resolves once PostgreSQL has taken every NOTIFY (committed).
+   * If PostgreSQL refuses, this replica's hub gets them at least, and the promise rejects.
+   */
   publish(chunks: readonly LiveChunk[]): Promise<void>;
   /** Resolves once the listening connection is up (the first time). */
   ready: Promise<void>;
@@ -145,14 +150,18 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
     } catch (err) {
       opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: publish failed; only this replica gets the text');
       opts.hub.ingest(chunks);
+      // The ingest route answers 503: the worker's publisher counts the batch dropped and backs off.
+      throw err;
     }
   };
 
   return {
     ready,
     publish(chunks) {
-      queue = queue.then(() => send(chunks));
-      return queue;
+      const sent = queue.then(() => send(chunks));
+      // A failed publish must not stop the ones queued behind it.
+      queue = sent.catch(() => undefined);
+      return sent;
     },
     async close() {
       closed = true;

@@ -2,15 +2,21 @@
  * POST /internal/live: where workers push live LLM text (see src/live/publisher.ts) into the API's hub.
  *
  * Workers are not users: a shared secret guards the route instead of a user token (../worker-secret.ts).
+ *
+ * With several replicas the batch is published on the bus (src/live/pg-bus.ts) and the answer waits
+ * until that publish is done. A worker sends its next batch only after this answer (one request in
+ * flight), so a turn's batches reach the bus in the worker's order even when the load balancer sends
+ * consecutive batches to different replicas. If the bus refuses, the answer is 503: the worker's
+ * publisher counts the batch as dropped (best effort) and the hubs see a gap until the durable text.
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import type { LiveTextHub } from '../../live/hub';
-import { LiveBatchSchema } from '../../live/chunk';
+import { LiveBatchSchema, type LiveChunk } from '../../live/chunk';
 import { describeIssues } from '../../shared/issues';
 import { sendError, workerRouteOptions } from '../worker-secret';
 
 export interface LiveIngestOptions {
-  hub: Pick<LiveTextHub, 'ingest'>;
+  /** This process's hub, or the bus to every replica's hub: a promise is awaited before answering. */
+  hub: { ingest(chunks: readonly LiveChunk[]): void | Promise<void> };
   /** Shared with the workers' publishers. */
   secret: string;
   path?: string;
@@ -33,7 +39,12 @@ export function registerLiveIngest(app: FastifyInstance, opts: LiveIngestOptions
         const detail = describeIssues(parsed.error.issues.slice(0, 3), '', { dottedIndexes: true }).join('; ');
         return sendError(reply, 400, 'invalid_request', `live batch: ${detail}`);
       }
-      opts.hub.ingest(parsed.data.chunks);
+      try {
+        await opts.hub.ingest(parsed.data.chunks);
+      } catch (err) {
+        request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'live ingest: the bus refused a batch');
+        return sendError(reply, 503, 'unavailable', 'The live-text bus is unavailable; the batch was not delivered to other replicas.');
+      }
       return reply.status(204).send();
     },
   });
