@@ -78,7 +78,10 @@ test('maintained Temporal images on PostgreSQL: schema step, server, namespace s
   // The order: schema before the server, the namespace (with its retention) before api and worker.
   expect(service('temporal-schema').depends_on?.['postgresql']?.condition).toBe('service_healthy');
   expect(service('temporal').depends_on?.['temporal-schema']?.condition).toBe('service_completed_successfully');
-  expect(service('temporal-namespace').depends_on?.['temporal']?.condition).toBe('service_healthy');
+  // The namespace step starts with the server and waits for its gRPC health itself (a check from the
+  // admin-tools image), so start order never depends on what the server image happens to contain.
+  expect(service('temporal-namespace').depends_on?.['temporal']?.condition).toBe('service_started');
+  expect(readFileSync(path.join(ROOT, 'deploy/temporal/create-namespace.sh'), 'utf8')).toMatch(/until temporal operator cluster health --address/);
   expect(service('temporal-namespace').environment?.['NAMESPACE_RETENTION']).toBe('720h');
   for (const name of ['api', 'worker']) {
     expect(service(name).depends_on?.['temporal-namespace']?.condition).toBe('service_completed_successfully');
@@ -103,15 +106,30 @@ test('api replicas behind a load balancer: no fixed API port, healthchecks and r
   expect(service('worker').environment).toMatchObject({ WORKER_METRICS_PORT: '9464', WORKER_METRICS_HOST: '0.0.0.0' });
 });
 
-test('shared state wired: PostgreSQL for every replica and worker, live text and reports through the balancer, audit in the table', () => {
+test('shared state wired: PostgreSQL for every replica and worker, live text and reports to the replicas by service name, audit in the table', () => {
   const api = service('api').environment ?? {};
   const worker = service('worker').environment ?? {};
   expect(api['POSTGRES_URL']).toMatch(/^postgres:\/\/[^@]+@postgresql:5432\/dmh$/);
   expect(worker['POSTGRES_URL']).toBe(api['POSTGRES_URL']);
   expect(worker['AUDIT_STORE']).toBe('postgres');
-  expect(worker['LIVE_PUSH_URL']).toBe('http://lb:8000/internal/live');
+  expect(worker['LIVE_PUSH_URL']).toBe(`http://api:${api['API_PORT']}/internal/live`);
   expect(worker['LIVE_SECRET']).toBe(api['LIVE_SECRET']);
   expect(service('temporal-schema').environment?.['DMH_DATABASE']).toBe('dmh');
+});
+
+test('the public load balancer refuses /internal/* before it proxies anything', () => {
+  const caddyfile = readFileSync(path.join(ROOT, 'deploy/caddy/Caddyfile'), 'utf8').replace(/^\s*#.*$/gm, '');
+  // A named matcher for /internal and everything under it, answered 404 in its own handle block...
+  const matcher = /@(\w+)\s+path\s+\/internal\s+\/internal\/\*/.exec(caddyfile);
+  expect(matcher).not.toBeNull();
+  const refuse = new RegExp(`handle\\s+@${matcher?.[1]}\\s*\\{[^}]*respond\\s+\\S.*\\s404\\s*\\}`).exec(caddyfile);
+  expect(refuse).not.toBeNull();
+  // ...and the proxy lives only in the fallback handle, which handle blocks never reach for a matched path.
+  expect(caddyfile.match(/reverse_proxy/g)).toHaveLength(1);
+  expect(caddyfile.indexOf('reverse_proxy')).toBeGreaterThan(caddyfile.indexOf(refuse?.[0] ?? '') + (refuse?.[0].length ?? 0));
+  expect(caddyfile).toMatch(/handle\s*\{\s*reverse_proxy/);
+  // Nothing else publishes the API: only the balancer has a host port.
+  expect(Object.entries(project.services).filter(([, s]) => (s.ports ?? []).some((p) => p.target === 3000 || p.target === 8000)).map(([n]) => n)).toEqual(['lb']);
 });
 
 test('the payments server listens beyond loopback and accepts the name the worker uses', () => {
