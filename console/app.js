@@ -94,7 +94,7 @@ function followTurn(turnId, token, update) {
   on('authorization_required', (d) => update((t) => ({ ...t, authorizations: [...(t.authorizations ?? []), { toolCallId: d.toolCallId, server: d.server, url: d.authorizationUrl, outcome: null }] })));
   // A server asks the user something during a tool call: a form until the owner answers.
   on('input_required', (d) =>
-    update((t) => ({ ...t, questions: [...(t.questions ?? []), { toolCallId: d.toolCallId, server: d.server, message: d.message, schema: d.requestedSchema, action: null }] })),
+    update((t) => ({ ...t, questions: [...(t.questions ?? []), { toolCallId: d.toolCallId, server: d.server, mode: d.mode ?? 'form', url: d.url, message: d.message, schema: d.requestedSchema, action: null }] })),
   );
   on('input_provided', (d) =>
     update((t) => ({ ...t, questions: (t.questions ?? []).map((q) => (q.toolCallId === d.toolCallId && !q.action ? { ...q, action: d.action } : q)) })),
@@ -143,6 +143,8 @@ function traceLine(e) {
     case 'authorization_completed':
       return ['OAuth', `${d.server}: ${d.outcome}`];
     case 'input_required':
+      if (d.mode === 'url') return ['question', `${d.server} asks you to open ${d.url}: ${d.message}`];
+      if (d.mode === 'sampling') return ['sampling', `${d.message} (waits for your leave)`];
       return ['question', `${d.server} asks: ${d.message}`];
     case 'input_provided':
       return ['question', `${d.server}: ${d.action}${d.timedOut ? ' (timed out)' : ''}`];
@@ -381,7 +383,10 @@ function SchemaFields({ fields, set }) {
   );
 }
 
-/** A server's question during a tool call: the form its schema asks for, answered by the turn's owner. */
+/**
+ * A server's question during a tool call, answered by the turn's owner: the form its schema asks for,
+ * a page to open (URL mode: Open goes there and accepts), or leave to use the model (sampling).
+ */
 function Question({ q, turnId, api }) {
   const fields = fieldsOf(q.schema);
   const [values, setValues] = useState({});
@@ -403,11 +408,24 @@ function Question({ q, turnId, api }) {
     }
   };
   if (q.action) return html`<div class="approval muted" data-question=${q.toolCallId}>${q.server} asked: ${q.message} — ${q.action}</div>`;
+  const buttons = (ok) => html`<div class="row"><button class="ok" type="submit">${ok}</button><button class="plain" type="button" onClick=${() => answer('decline')}>Decline</button><button class="plain" type="button" onClick=${() => answer('cancel')}>Cancel</button></div>`;
+  if (q.mode === 'url' || q.mode === 'sampling') {
+    const open = () => {
+      // The server's own page, in a new tab without access to this one.
+      if (q.mode === 'url') window.open(q.url, '_blank', 'noopener,noreferrer');
+      return answer('accept');
+    };
+    return html`<form class="approval try" data-question=${q.toolCallId} data-mode=${q.mode} onSubmit=${(e) => (e.preventDefault(), open())}>
+      <div><strong>${q.server}</strong> ${q.mode === 'url' ? html`asks you to open <a href=${q.url} target="_blank" rel="noopener noreferrer">${q.url}</a>: ${q.message}` : html`asks for your leave: ${q.message}`}</div>
+      ${error && html`<p class="error">${error}</p>`}
+      ${buttons(q.mode === 'url' ? 'Open' : 'Allow')}
+    </form>`;
+  }
   return html`<form class="approval try" data-question=${q.toolCallId} onSubmit=${(e) => (e.preventDefault(), answer('accept'))}>
     <div><strong>${q.server}</strong> asks: ${q.message}</div>
     <${SchemaFields} fields=${fields} set=${set} />
     ${error && html`<p class="error">${error}</p>`}
-    <div class="row"><button class="ok" type="submit">Send</button><button class="plain" type="button" onClick=${() => answer('decline')}>Decline</button><button class="plain" type="button" onClick=${() => answer('cancel')}>Cancel</button></div>
+    ${buttons('Send')}
   </form>`;
 }
 

@@ -322,7 +322,7 @@ export function createActivities(deps: ActivityDeps) {
           outcome: 'refused' in result ? 'denied' : 'ok',
           detail: 'refused' in result ? result.refused : `${result.tokens} tokens`,
         });
-      });
+      }, { server: input.server, session: elicitation });
       const inputRequired = (asked: InputAsked) =>
         ApplicationFailure.create({ type: Failure.McpInputRequired, message: `${input.server} asks the user: ${asked.message}`, nonRetryable: true, details: [asked] });
       return await withHeartbeats(async (beat) => {

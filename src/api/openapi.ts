@@ -280,6 +280,8 @@ export const routeSchemas = {
     summary: "Answer a server's question",
     description:
       'A tool call whose server asked the user something (`input_required` event, with `message` and `requestedSchema`) waits for this. ' +
+      'The event\'s `mode` says what kind of question it is: `form` (or absent) wants `content` for the schema; `url` asks the user to open ' +
+      '`url` (`accept` once they have, no content); `sampling` asks whether the server may use the host\'s model for the request in `message`. ' +
       "Only the turn's owner answers. An accepted answer must satisfy the schema (`400 invalid_input` says where it does not); the call is " +
       'then issued again with the answer. A call that asks nothing, or an answered one, gets `404`.',
     tags: ['turns'],

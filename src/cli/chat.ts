@@ -195,12 +195,23 @@ async function main(): Promise<void> {
         case 'input_required': {
           // A server asks during a tool call: answer with JSON fields, or decline / cancel.
           endLine();
+          const url = `/v1/turns/${turnId}/inputs/${String(d['toolCallId'])}`;
+          if (d['mode'] === 'url' || d['mode'] === 'sampling') {
+            // No form: a page to open (URL mode), or leave to use the model (sampling). Yes or no.
+            out(d['mode'] === 'url'
+              ? `  ? ${String(d['server'])} asks you to open ${String(d['url'])}\n    ${String(d['message'])}\n    Done (opened it)? [y/N/c] `
+              : `  ? ${String(d['message'])}\n    Allow? [y/N/c] `);
+            const yes = ((await lines.next()) ?? '').trim().toLowerCase();
+            const action = yes === 'y' || yes === 'yes' ? 'accept' : yes === 'c' ? 'cancel' : 'decline';
+            const r = await api('POST', url, { action });
+            if (r.status !== 200) out(`    (refused: ${problem(r)})\n`);
+            return false;
+          }
           const schema = (d['requestedSchema'] ?? {}) as { properties?: Record<string, { type?: string; description?: string }>; required?: string[] };
           out(`  ? ${String(d['server'])} asks: ${String(d['message'])}\n`);
           for (const [name, p] of Object.entries(schema.properties ?? {})) {
             out(`      ${name}${schema.required?.includes(name) ? ' *' : ''} (${p.type ?? 'value'})${p.description ? `: ${p.description}` : ''}\n`);
           }
-          const url = `/v1/turns/${turnId}/inputs/${String(d['toolCallId'])}`;
           for (;;) {
             out('    answer as JSON, e.g. {"name": "Ada"}, or decline / cancel: ');
             const answer = ((await lines.next()) ?? 'cancel').trim();

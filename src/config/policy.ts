@@ -101,14 +101,18 @@ export const PolicySchema = z.strictObject(
           servers: z.array(z.string().min(1).max(64), { error: 'must be an array of server names or "*"' }).max(256),
           maxTokensPerRequest: z.number({ error: 'must be a number of tokens' }).int('must be an integer').min(1).max(1_000_000).default(1_000),
           maxTokensPerTurn: z.number({ error: 'must be a number of tokens' }).int('must be an integer').min(1).max(100_000_000).default(10_000),
+          approval: z.boolean({ error: 'must be true or false' }).optional(),
         },
-        { error: 'must be an object { "servers", "maxTokensPerRequest", "maxTokensPerTurn" }' },
+        { error: 'must be an object { "servers", "maxTokensPerRequest", "maxTokensPerTurn", "approval" }' },
       )
       .optional(),
     elicitation: z
       .strictObject(
-        { servers: z.array(z.string().min(1).max(64), { error: 'must be an array of server names or "*"' }).max(256) },
-        { error: 'must be an object { "servers" }' },
+        {
+          servers: z.array(z.string().min(1).max(64), { error: 'must be an array of server names or "*"' }).max(256),
+          roles: z.array(RoleNameSchema, { error: 'must be an array of role names' }).max(256).optional(),
+        },
+        { error: 'must be an object { "servers", "roles" }' },
       )
       .optional(),
   },

@@ -7,13 +7,17 @@
  *      gets `notifications/cancelled`) and answer `cancel`; the activity then fails with
  *      `McpInputRequired` and the turn waits for the user (src/workflows/inputs.ts);
  *   2. on the re-issued call (same idempotency key), the recorded answers are handed back in order,
- *      each to the request it answered (matched by its message).
+ *      each to the request it answered (matched by its mode, message and URL).
+ *
+ * Three kinds of question take that path: a form (`requestedSchema`), a URL the user should open (URL
+ * mode, asked by request or by a tools/call error -32042), and, when the policy wants it, the user's
+ * leave for a server's sampling request (src/mcp/sampling.ts).
  *
  * An answer never lives only in the worker: it is in the workflow's history, so a restarted worker
  * re-issues the call with it.
  */
 import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ElicitationAnswer, InputAsked } from '../shared/turn';
+import { NO_CONTENT_SCHEMA, type ElicitationAnswer, type InputAsked } from '../shared/turn';
 import type { ElicitationRequest } from './pool';
 
 /** One tool call's elicitation state (lives in the caller context of that call). */
@@ -33,17 +37,35 @@ export class ElicitationSession {
   }
 
   answer(params: ElicitRequest['params']): ElicitResult {
-    const next = this.answers[0];
-    if (next && next.message === params.message) {
-      this.answers.shift();
-      return { action: next.action, ...(next.action === 'accept' && next.content ? { content: next.content } : {}) };
+    if (params.mode === 'url') {
+      const action = this.ask({ mode: 'url', message: params.message, url: params.url, requestedSchema: NO_CONTENT_SCHEMA });
+      return { action: action?.action ?? 'cancel' };
     }
-    // URL mode (the user visits a page) has no form to answer; it is declined rather than half-done.
-    if (!('requestedSchema' in params) || !params.requestedSchema) return { action: 'decline' };
-    this.asked ??= { message: params.message, requestedSchema: params.requestedSchema as Record<string, unknown> };
-    this.abort.abort(new Error('the server asked the user for input'));
-    return { action: 'cancel' };
+    const schema = 'requestedSchema' in params ? params.requestedSchema : undefined;
+    if (!schema) return { action: 'decline' };
+    const recorded = this.ask({ message: params.message, requestedSchema: schema as Record<string, unknown> });
+    if (!recorded) return { action: 'cancel' };
+    return { action: recorded.action, ...(recorded.action === 'accept' && recorded.content ? { content: recorded.content } : {}) };
   }
+
+  /**
+   * The user's recorded answer to `question` (the next one in order), or undefined after asking for it:
+   * the question is remembered and the call aborted, so the turn asks the user and issues it again.
+   */
+  ask(question: InputAsked): ElicitationAnswer | undefined {
+    const next = this.answers[0];
+    if (next && sameQuestion(next, question)) {
+      this.answers.shift();
+      return next;
+    }
+    this.asked ??= question;
+    this.abort.abort(new Error('the server asked the user for input'));
+    return undefined;
+  }
+}
+
+function sameQuestion(answer: ElicitationAnswer, question: InputAsked): boolean {
+  return answer.message === question.message && (answer.mode ?? 'form') === (question.mode ?? 'form') && answer.url === question.url;
 }
 
 /**

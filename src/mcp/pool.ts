@@ -21,6 +21,7 @@ import {
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
+  UrlElicitationRequiredError,
   type ClientCapabilities,
   type CreateMessageRequest,
   type CreateMessageResult,
@@ -220,7 +221,8 @@ export class McpServerHub implements McpHub, McpContextSource {
     this.capabilities = {
       // Every server may ask for its roots; one without `roots` in the config gets none.
       roots: { listChanged: true },
-      ...(opts.elicit ? { elicitation: { form: { applyDefaults: true } } } : {}),
+      // URL mode too: a server may send the user to a page of its own (src/mcp/elicitation.ts).
+      ...(opts.elicit ? { elicitation: { form: { applyDefaults: true }, url: {} } } : {}),
       ...(opts.sample ? { sampling: {} } : {}),
     };
     for (const cfg of Object.values(config.mcpServers)) {
@@ -252,7 +254,14 @@ export class McpServerHub implements McpHub, McpContextSource {
       // Known to the connection while it runs: a server's question during the call is routed to it.
       if (caller) conn.calls.add(caller);
       try {
-        return this.normalizeResult(slot, req.tool, await this.requestToolCall(slot, conn, req, timeout));
+        try {
+          return this.normalizeResult(slot, req.tool, await this.requestToolCall(slot, conn, req, timeout));
+        } catch (error) {
+          // The server wants the user to visit pages first (-32042): ask, then call once more.
+          const declined = await this.completeUrlElicitations(slot, req, caller, error);
+          if (declined) return declined;
+          return this.normalizeResult(slot, req.tool, await this.requestToolCall(slot, conn, req, timeout));
+        }
       } finally {
         if (caller) conn.calls.delete(caller);
       }
@@ -264,6 +273,31 @@ export class McpServerHub implements McpHub, McpContextSource {
       throw error;
     });
     return outcome;
+  }
+
+  /**
+   * A tools/call answered with `UrlElicitationRequired` (-32042): each page it lists goes to the
+   * elicitation handler as a URL-mode request. Undefined when the user went to every one (the caller
+   * then calls once more); a tool error when they would not; anything else rethrows `error`.
+   */
+  private async completeUrlElicitations(slot: Slot, req: CallToolRequest, caller: CallerContext | undefined, error: unknown): Promise<ToolOutcome | undefined> {
+    const elicit = this.elicit;
+    if (!(error instanceof UrlElicitationRequiredError) || !elicit) throw error;
+    for (const params of error.elicitations) {
+      const result = await elicit({
+        server: slot.cfg.name,
+        ...(slot.principal ? { principal: slot.principal } : {}),
+        params,
+        signal: req.signal ?? new AbortController().signal,
+        ...(caller ? { caller } : {}),
+      });
+      // The handler aborted the call to ask the user: the caller's signal says so.
+      if (req.signal?.aborted) throw error;
+      if (result.action !== 'accept') {
+        return { isError: true, text: `Tool "${req.tool}" on server "${slot.cfg.name}" needs the user to open ${params.url} first; they did not (${result.action}).` };
+      }
+    }
+    return undefined;
   }
 
   private async requestToolCall(slot: Slot, conn: Connection, req: CallToolRequest, timeout: number): Promise<unknown> {

@@ -26,10 +26,20 @@ export interface Policy {
    * Which servers may ask users for input during a tool call (elicitation): names or `"*"`. Absent:
    * every server may. A server not listed gets `decline` without the user being asked.
    */
-  elicitation?: { servers: string[] };
+  elicitation?: {
+    servers: string[];
+    /** The roles whose users may be asked; absent: every role. Others' calls get `decline` unasked. */
+    roles?: string[];
+  };
   /**
    * Which servers may ask the host's model for completions during a tool call (sampling), and how much:
    * the longest completion per request and the tokens per turn. Absent: no server may.
    */
-  sampling?: { servers: string[]; maxTokensPerRequest: number; maxTokensPerTurn: number };
+  sampling?: {
+    servers: string[];
+    maxTokensPerRequest: number;
+    maxTokensPerTurn: number;
+    /** Every request waits for the turn's user to allow it (shown as a question); default false. */
+    approval?: boolean;
+  };
 }

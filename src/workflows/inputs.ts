@@ -4,7 +4,7 @@ import type { TurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import type { Policy } from '../shared/policy';
-import { INPUT_WAIT_MS, type ElicitationAnswer, type InputAsked } from '../shared/turn';
+import { INPUT_WAIT_MS, type ElicitationAnswer, type InputAsked, type InputMode } from '../shared/turn';
 import type { UserContext } from '../shared/user';
 import { provideInputUpdate } from './definitions';
 
@@ -20,12 +20,15 @@ type AuditInput = (entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>) 
  */
 export function handleInputs(record: TurnRecord, owner: UserContext | undefined, policy: Policy | undefined, audit: AuditInput) {
   /** Questions waiting for the owner, by tool call id; the answer once given. */
-  const waiting = new Map<string, { answer?: ElicitationAnswer; message: string }>();
+  const waiting = new Map<string, { answer?: ElicitationAnswer } & Pick<ElicitationAnswer, 'message' | 'mode' | 'url'>>();
   setHandler(
     provideInputUpdate,
     (input) => {
       const entry = waiting.get(input.toolCallId);
-      if (entry) entry.answer = { message: entry.message, action: input.action, ...(input.content ? { content: input.content } : {}) };
+      if (entry) {
+        const { answer: _none, ...question } = entry;
+        entry.answer = { ...question, action: input.action, ...(input.content ? { content: input.content } : {}) };
+      }
       return { toolCallId: input.toolCallId, action: input.action };
     },
     {
@@ -43,13 +46,16 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
     /** The owner's answer to what the server asked (`cancel` when nobody answered in time). */
     async ask(p: Extract<PlannedCall, { kind: 'call' }>, step: number, asked: InputAsked): Promise<ElicitationAnswer> {
       const server = p.tool.server;
-      const allowed = !policy?.elicitation || policy.elicitation.servers.includes('*') || policy.elicitation.servers.includes(server);
-      await audit({ kind: 'elicitation_requested', server, tool: p.tool.tool, toolCallId: p.call.id, detail: asked.message.slice(0, 200), ...(allowed ? {} : { outcome: 'denied' }) });
-      if (!allowed) return { message: asked.message, action: 'decline' };
-      waiting.set(p.call.id, { message: asked.message });
-      record.emit('input_required', { toolCallId: p.call.id, name: p.tool.name, server, message: asked.message, requestedSchema: asked.requestedSchema, step, expiresInMs: INPUT_WAIT_MS });
+      // The sampling policy already chose who may ask for the model; the question is only the user's leave.
+      const allowed = asked.mode === 'sampling' || mayElicit(policy, server, owner);
+      const mode = asked.mode ? { mode: asked.mode } : {};
+      const url = asked.url !== undefined ? { url: asked.url } : {};
+      await audit({ kind: 'elicitation_requested', server, tool: p.tool.tool, toolCallId: p.call.id, detail: `${asked.mode && asked.mode !== 'form' ? `${asked.mode}: ` : ''}${asked.message}`.slice(0, 200), ...(allowed ? {} : { outcome: 'denied' }) });
+      if (!allowed) return { message: asked.message, ...mode, ...url, action: 'decline' };
+      waiting.set(p.call.id, { message: asked.message, ...mode, ...url });
+      record.emit('input_required', { toolCallId: p.call.id, name: p.tool.name, server, ...mode, message: asked.message, ...url, requestedSchema: asked.requestedSchema, step, expiresInMs: INPUT_WAIT_MS });
       const inTime = await condition(() => waiting.get(p.call.id)?.answer !== undefined, INPUT_WAIT_MS);
-      const answer = waiting.get(p.call.id)?.answer ?? { message: asked.message, action: 'cancel' as const };
+      const answer = waiting.get(p.call.id)?.answer ?? { message: asked.message, ...mode, ...url, action: 'cancel' as const };
       waiting.delete(p.call.id);
       record.emit('input_provided', { toolCallId: p.call.id, server, action: answer.action, ...(inTime ? {} : { timedOut: true }) });
       await audit({
@@ -66,6 +72,16 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
   };
 }
 
+/** May `server` ask this turn's user questions? Policy `elicitation` names servers, and optionally roles. */
+function mayElicit(policy: Policy | undefined, server: string, owner: UserContext | undefined): boolean {
+  const rule = policy?.elicitation;
+  if (!rule) return true;
+  if (!rule.servers.includes('*') && !rule.servers.includes(server)) return false;
+  return !rule.roles || (owner !== undefined && rule.roles.includes(owner.role));
+}
+
+const MODES: readonly string[] = ['form', 'url', 'sampling'] satisfies InputMode[];
+
 /** What the server asked, from an `McpInputRequired` activity failure (its first detail). */
 export function inputAsked(err: unknown): InputAsked | undefined {
   let current: unknown = err;
@@ -73,5 +89,12 @@ export function inputAsked(err: unknown): InputAsked | undefined {
   if (!(current instanceof ApplicationFailure)) return undefined;
   const detail = current.details?.[0] as Partial<InputAsked> | undefined;
   if (typeof detail?.message !== 'string' || typeof detail.requestedSchema !== 'object' || detail.requestedSchema === null) return undefined;
-  return { message: detail.message, requestedSchema: detail.requestedSchema };
+  if (detail.mode !== undefined && !MODES.includes(detail.mode)) return undefined;
+  if (detail.mode === 'url' && typeof detail.url !== 'string') return undefined;
+  return {
+    ...(detail.mode ? { mode: detail.mode } : {}),
+    message: detail.message,
+    requestedSchema: detail.requestedSchema,
+    ...(detail.mode === 'url' ? { url: detail.url } : {}),
+  };
 }

@@ -21,7 +21,7 @@ import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome, ToolRef } from '../shared/tool-types';
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
-import type { ChatMessage, ElicitationAnswer, LlmRequest, RetryProfile, TurnError, TurnInput, TurnState } from '../shared/turn';
+import type { ChatMessage, ElicitationAnswer, LlmRequest, RetryProfile, SamplingAllowance, TurnError, TurnInput, TurnState } from '../shared/turn';
 import { handleApprovals } from './approvals';
 import { authorizationNeeded, handleAuthorizations } from './authorizations';
 import { handleInputs, inputAsked } from './inputs';
@@ -244,10 +244,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   }
 
   /** What this server may ask of the model during a call, when the policy lets it sample at all. */
-  function samplingAllowance(server: string): { sampling: { maxTokens: number; budgetTokens: number } } | undefined {
+  function samplingAllowance(server: string): { sampling: SamplingAllowance } | undefined {
     const rule = policy?.sampling;
     if (!rule || samplingLeft === undefined || !(rule.servers.includes('*') || rule.servers.includes(server))) return undefined;
-    return { sampling: { maxTokens: rule.maxTokensPerRequest, budgetTokens: Math.max(0, samplingLeft) } };
+    return { sampling: { maxTokens: rule.maxTokensPerRequest, budgetTokens: Math.max(0, samplingLeft), ...(rule.approval ? { approval: true } : {}) } };
   }
 
   /** A rejection, a denial, a refused approval or the tool's own result: what the model hears back. */

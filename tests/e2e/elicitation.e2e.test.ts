@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPolicyFile } from '../../src/config/policy';
-import { getJson, postJson, postMessage, readSse } from '../helpers/http';
+import { getJson, postJson, postMessage, readSse, setDefaultToken } from '../helpers/http';
 import { ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 let sys: TestSystem;
@@ -77,8 +77,9 @@ test('a decline goes back to the server as a decline', async () => {
   expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toContain('User declined to provide the requested information');
 });
 
-test('a server the policy does not let ask gets a decline without the user being asked', async () => {
-  const strict = await system({ elicitation: { servers: ['notes'] } });
+/** On a system of its own with `policyPatch`, the eliciting tool's question is declined without the user being asked. */
+async function expectDeclinedUnasked(policyPatch: Record<string, unknown>): Promise<void> {
+  const strict = await system(policyPatch);
   try {
     const post = await postMessage(strict.apiUrl, 'elicit', 'ask me for my details');
     const all = await readSse(`${strict.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 60_000 });
@@ -86,5 +87,53 @@ test('a server the policy does not let ask gets a decline without the user being
     expect((await getJson(`${strict.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toContain('User declined');
   } finally {
     await strict.stop();
+    // Its start made its own token the default: the shared system's again for the tests after this one.
+    setDefaultToken(await sys.token('admin'));
   }
+}
+
+test('a server the policy does not let ask gets a decline without the user being asked', async () => {
+  await expectDeclinedUnasked({ elicitation: { servers: ['notes'] } });
+});
+
+describe('URL mode (server-everything trigger-url-elicitation)', () => {
+  /** Answers every URL question of the turn with `accept` until it ends; returns the URLs asked, in order. */
+  async function openEveryPage(turnId: string): Promise<string[]> {
+    const events = `${sys.apiUrl}/v1/turns/${turnId}/events`;
+    const urls: string[] = [];
+    for (let after: string | undefined; ; ) {
+      const seen = await readSse(events, { ...(after ? { lastEventId: after } : {}), stopAfter: (e) => e.event === 'input_required' || e.event === 'done', timeoutMs: 60_000 });
+      const last = seen.at(-1);
+      if (!last || last.event === 'done') return urls;
+      expect(last.event).toBe('input_required');
+      after = last.id;
+      expect(last.data).toMatchObject({ mode: 'url', server: 'everything', requestedSchema: { type: 'object', properties: {} } });
+      urls.push(String(last.data.url));
+      const ok = await postJson(`${sys.apiUrl}/v1/turns/${turnId}/inputs/${String(last.data.toolCallId)}`, { action: 'accept' });
+      expect(ok.status).toBe(200);
+    }
+  }
+
+  test('a page the server sends the user to is shown with its URL; once they have been there, the call runs again and completes', async () => {
+    const post = await postMessage(sys.apiUrl, 'url-request', 'send me to https://pay.example/checkout');
+    expect(await openEveryPage(post.body.turnId)).toEqual(['https://pay.example/checkout']);
+    const turn = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body;
+    expect(turn.status).toBe('completed');
+    expect(turn.text).toContain('User completed the URL elicitation flow');
+    expect(turn.text).toContain('URL: https://pay.example/checkout');
+  });
+
+  test('a tools/call answered with -32042 (URL elicitation required) asks for its page, then the call runs again', async () => {
+    const post = await postMessage(sys.apiUrl, 'url-error', 'first send me anywhere, then to https://pay.example/after');
+    // The prerequisite page from the error, then the tool's own page on the retried call.
+    expect(await openEveryPage(post.body.turnId)).toEqual(['https://modelcontextprotocol.io', 'https://pay.example/after']);
+    const turn = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body;
+    expect(turn.text).toContain('User completed the URL elicitation flow');
+    expect(turn.text).toContain('URL: https://pay.example/after');
+  });
+});
+
+test("a policy that lets the server ask only some roles: another role's call gets a decline without being asked", async () => {
+  // The default user is an admin; only teachers may be asked.
+  await expectDeclinedUnasked({ elicitation: { servers: ['*'], roles: ['teacher'] } });
 });

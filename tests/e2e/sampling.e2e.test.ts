@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPolicyFile } from '../../src/config/policy';
-import { getJson, postMessage, readSse, setDefaultToken } from '../helpers/http';
+import { getJson, postJson, postMessage, readSse, setDefaultToken } from '../helpers/http';
 import { ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 let sys: TestSystem;
@@ -65,4 +65,38 @@ test("a worker SIGKILLed while the server's sampling request waits on the model:
   const turn = (await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body;
   expect(turn.text).toContain('Quiet thunder / a durable turn waits on / the host answers it');
   sys.model.setFaults([]);
+});
+
+test("with approval in the policy, the user sees what the server asks of the model and allows it, or not; both audited", async () => {
+  const policy = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+  const asking = await startSystem({ policy: { ...policy, sampling: { ...(policy.sampling as NonNullable<typeof policy.sampling>), approval: true } } });
+  try {
+    const run = async (topic: string, action: 'accept' | 'decline') => {
+      const post = await postMessage(asking.apiUrl, `sampling-approval-${action}`, `sample a haiku about ${topic}`);
+      const url = `${asking.apiUrl}/v1/turns/${post.body.turnId}/events`;
+      const seen = await readSse(url, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 60_000 });
+      const asked = seen.at(-1)?.data;
+      expect(asked).toMatchObject({ mode: 'sampling', server: 'everything', requestedSchema: { type: 'object', properties: {} } });
+      expect(String(asked?.message)).toMatch(new RegExp(`^everything asks to use the model \\(up to \\d+ tokens\\) for: .*a haiku about ${topic}`));
+      // Nothing reached the model for the server yet: only the turn's own first call.
+      expect(asking.model.requests().filter((r) => JSON.stringify(r).includes(`context: a haiku about ${topic}`))).toHaveLength(0);
+      const answer = await postJson(`${asking.apiUrl}/v1/turns/${post.body.turnId}/inputs/${String(asked?.toolCallId)}`, { action });
+      expect(answer.status).toBe(200);
+      expect((await readSse(url, { timeoutMs: 60_000 })).at(-1)?.event).toBe('done');
+      return post.body.turnId as string;
+    };
+    const allowed = await run('rain', 'accept');
+    expect((await getJson(`${asking.apiUrl}/v1/turns/${allowed}`)).body.text).toContain('Quiet rain / a durable turn waits on / the host answers it');
+    const refused = await run('snow', 'decline');
+    const finished = (await getJson(`${asking.apiUrl}/v1/turns/${refused}`)).body.toolCalls[0];
+    expect(finished.isError).toBe(true);
+    expect(String(finished.result)).toContain('the user did not allow this request (decline)');
+
+    const audit = readFileSync(asking.auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; outcome?: string; workflowId?: string; detail?: string });
+    const of = (turnId: string) => audit.filter((a) => a.workflowId === turnId && (a.kind === 'sampling' || a.kind.startsWith('elicitation_'))).map((a) => `${a.kind}:${a.outcome ?? ''}`);
+    expect(of(allowed)).toEqual(['elicitation_requested:', 'elicitation_answered:ok', 'sampling:ok']);
+    expect(of(refused)).toEqual(['elicitation_requested:', 'elicitation_answered:declined', 'sampling:denied']);
+  } finally {
+    await asking.stop();
+  }
 });

@@ -15,6 +15,7 @@ import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '.
 import { ownerKey } from '../../src/api/gateway';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import { loadPolicyFile } from '../../src/config/policy';
+import type { Policy } from '../../src/shared/policy';
 
 const OUT = path.join(ROOT, 'tests', 'histories');
 
@@ -260,19 +261,37 @@ async function captureOAuth(): Promise<void> {
   }
 }
 
-/** A turn whose tool call asked the user a question (server-everything's elicitation tool), answered through the API. */
-async function captureElicitation(): Promise<void> {
-  const sys = await startSystem();
+/**
+ * A turn whose tool call asked its user something, answered through the API with `answer`: the
+ * question comes from `text`'s script, on a system with `policy` (default: the example policy).
+ */
+async function captureAnswered(name: string, text: string, answer: Record<string, unknown>, policy?: Policy): Promise<void> {
+  const sys = await startSystem(policy ? { policy } : {});
   try {
-    const { body } = await postMessage(sys.apiUrl, 'replay', 'ask me for my details');
+    const { body } = await postMessage(sys.apiUrl, 'replay', text);
     const seen = await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 60_000 });
     const id = String(seen.find((e) => e.event === 'input_required')?.data.toolCallId);
-    await postJson(`${sys.apiUrl}/v1/turns/${body.turnId}/inputs/${id}`, { action: 'accept', content: { name: 'Replay Tester' } });
+    await postJson(`${sys.apiUrl}/v1/turns/${body.turnId}/inputs/${id}`, answer);
     await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
-    await save(sys, 'turn-elicitation-answered', body.turnId);
+    await save(sys, name, body.turnId);
   } finally {
     await sys.stop();
   }
+}
+
+/** A form question (server-everything's elicitation tool); a page to open (URL mode); a sampling request waiting for the user's leave. */
+async function captureElicitation(): Promise<void> {
+  await captureAnswered('turn-elicitation-answered', 'ask me for my details', { action: 'accept', content: { name: 'Replay Tester' } });
+}
+
+async function captureUrlElicitation(): Promise<void> {
+  await captureAnswered('turn-url-elicitation', 'send me to https://example.org/pay', { action: 'accept' });
+}
+
+async function captureSamplingApproval(): Promise<void> {
+  const policy = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+  const sampling = policy.sampling ?? { servers: ['everything'], maxTokensPerRequest: 200, maxTokensPerTurn: 2000 };
+  await captureAnswered('turn-sampling-approved', 'sample a haiku about leave', { action: 'accept' }, { ...policy, sampling: { ...sampling, approval: true } });
 }
 
 /** A turn whose tool call's server sampled the host's model (server-everything's sampling tool; policy.sampling). */
@@ -307,7 +326,7 @@ async function captureTraced(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation] [sampling] [traced]`: the groups to capture (default all). */
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -321,6 +340,8 @@ async function all(): Promise<void> {
   if (want('oauth')) await captureOAuth();
   if (want('elicitation')) await captureElicitation();
   if (want('sampling')) await captureSampling();
+  if (want('url-elicitation')) await captureUrlElicitation();
+  if (want('sampling-approval')) await captureSamplingApproval();
   if (want('traced')) await captureTraced();
 }
 

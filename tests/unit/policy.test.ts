@@ -179,10 +179,18 @@ describe('parsePolicy', () => {
     ['a fractional timeout', { roles: {}, approval: { timeoutMs: 1500.5 } }, 'approval.timeoutMs: must be an integer'],
     ['a bad approver role', { roles: {}, approval: { approverRoles: ['a b'] } }, 'approval.approverRoles[0]: role names must match'],
     ['an unknown approval field', { roles: {}, approval: { approvers: [] } }, 'approval.approvers: unknown field'],
+    ['a non-boolean sampling approval', { roles: {}, sampling: { servers: ['*'], approval: 'yes' } }, 'sampling.approval: must be true or false'],
+    ['a bad elicitation role', { roles: {}, elicitation: { servers: ['*'], roles: ['a b'] } }, 'elicitation.roles[0]: role names must match'],
   ])('rejects %s, naming the field', (_name, json, expected) => {
     const message = parseError(json);
     expect(message).toContain('test policy is invalid: ');
     expect(message).toContain(expected);
+  });
+
+  it('keeps the sampling approval switch and the roles a server may ask', () => {
+    const p = parsePolicy({ roles: {}, sampling: { servers: ['everything'], approval: true }, elicitation: { servers: ['*'], roles: ['teacher'] } });
+    expect(p.sampling).toEqual({ servers: ['everything'], maxTokensPerRequest: 1_000, maxTokensPerTurn: 10_000, approval: true });
+    expect(p.elicitation).toEqual({ servers: ['*'], roles: ['teacher'] });
   });
 
   it('reports every problem at once', () => {

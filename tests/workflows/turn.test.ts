@@ -359,6 +359,52 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     ]);
   });
 
+  test('elicitation: cancelling the turn while it waits for an answer ends the wait; the call is not issued again', async () => {
+    const id = newTurnId('elicitation-cancel');
+    fakes.script(id, {
+      callLlm: async () => callTools(['n1', 'notes__add', { text: 'hi' }]),
+      callTool: async () => {
+        throw ApplicationFailure.create({ type: Failure.McpInputRequired, nonRetryable: true, message: 'asks', details: [{ message: 'Sure?', requestedSchema: { type: 'object', properties: {} } }] });
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    await eventually(
+      async (): Promise<TurnState> => await handle.query(turnStateQuery),
+      (s) => s.events.some((e) => e.type === 'input_required'),
+    );
+    await handle.cancel();
+    const failure = await handle.result().catch((err: unknown) => err);
+    expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect(fakes.calls(id, 'callTool')).toHaveLength(1);
+    // A late answer finds nothing waiting.
+    const late = await handle
+      .executeUpdate(provideInputUpdate, { args: [{ toolCallId: 'n1', action: 'accept', by: { id: OWNER.id, tenant: OWNER.tenant } }] })
+      .catch((err: unknown) => err);
+    expect(late).toBeInstanceOf(Error);
+  });
+
+  test('URL-mode question: the event carries the page; the answer goes back with its mode and URL for the re-issued call to match', async () => {
+    const id = newTurnId('elicitation-url');
+    const asked = { mode: 'url', message: 'Open the payment page', url: 'https://pay.example/checkout', requestedSchema: { type: 'object', properties: {} } };
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['n1', 'notes__add', { text: 'hi' }]) : say('Paid.')),
+      callTool: async (input) => {
+        if (!input.elicitations?.length) throw ApplicationFailure.create({ type: Failure.McpInputRequired, nonRetryable: true, message: 'asks', details: [asked] });
+        return { isError: false, text: `the user ${input.elicitations[0]?.action === 'accept' ? 'went to' : 'skipped'} ${String(input.elicitations[0]?.url)}` };
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    const waiting = await eventually(
+      async (): Promise<TurnState> => await handle.query(turnStateQuery),
+      (s) => s.events.some((e) => e.type === 'input_required'),
+    );
+    expect(eventOf(waiting, 'input_required').data).toMatchObject({ toolCallId: 'n1', ...asked });
+    await handle.executeUpdate(provideInputUpdate, { args: [{ toolCallId: 'n1', action: 'accept', by: { id: OWNER.id, tenant: OWNER.tenant } }] });
+    const state = await handle.result();
+    expect(state.toolCalls).toMatchObject([{ id: 'n1', state: 'completed', result: 'the user went to https://pay.example/checkout' }]);
+    expect(fakes.calls(id, 'callTool')[1]?.elicitations).toEqual([{ mode: 'url', message: 'Open the payment page', url: 'https://pay.example/checkout', action: 'accept' }]);
+  });
+
   test('step limit: a model that always wants another tool gets no tools after maxSteps and the turn ends with the limit message', async () => {
     const id = newTurnId('step-limit');
     fakes.script(id, {
