@@ -46,6 +46,8 @@ export interface StreamingResult {
   /** Medians of when each step before the first token happened, ms after the POST started. */
   timeline: Record<'postAnswered' | 'turnStarted' | 'firstSseEvent' | 'turnBegun' | 'llmScheduled' | 'llmStarted' | 'llmRequestAtModel' | 'firstDelta', number>;
   sseRetries: number;
+  /** The API's Temporal reads of turns per measured turn (POST, SSE stream): queries replay closed turns. */
+  turnReads: { queries: number; describes: number; results: number };
   /** Turns whose live text (from text_delta offsets) differed from the final text. */
   liveTextMismatches: number;
   ttftSession: { turns: number; events: number; runs: number; turnEventsMean: number; turnEventsMin: number; turnEventsMax: number };
@@ -92,6 +94,7 @@ export async function streamingSection(sys: TestSystem, opts: Options, user: Use
     const turns: Array<TimedApiTurn & { llmRequestAtModel: number }> = [];
     const directs: Array<Awaited<ReturnType<typeof direct>>> = [];
     if (!lastBody) await durable(); // without warm-up, the first direct request needs a recorded body
+    const readsBefore = sys.turnReads();
     for (let i = 0; i < opts.streamTurns; i++) {
       // Alternate which path goes first, as in the latency section.
       if (i % 2 === 0) {
@@ -102,6 +105,8 @@ export async function streamingSection(sys: TestSystem, opts: Options, user: Use
         directs.push(await direct());
       }
     }
+    const readsAfter = sys.turnReads();
+    const perTurn = (k: keyof typeof readsAfter): number => (readsAfter[k] - readsBefore[k]) / Math.max(1, turns.length);
     const timelines: TurnTimeline[] = [];
     for (const t of turns) timelines.push(await turnTimeline(sys.client, t.turnId, t.t0Epoch));
     const session = await sessionHistoryEvents(sys.client, sessionId);
@@ -171,6 +176,7 @@ export async function streamingSection(sys: TestSystem, opts: Options, user: Use
         firstDelta: du.p50,
       },
       sseRetries: turns.reduce((a, t) => a + t.sseRetries, 0),
+      turnReads: { queries: perTurn('queries'), describes: perTurn('describes'), results: perTurn('results') },
       liveTextMismatches,
       ttftSession: {
         turns: sessionTurns,
@@ -229,6 +235,10 @@ export function renderStreaming(s: StreamingResult): string {
     `First SSE event: ${Object.entries(s.firstEventTypes).map(([k, v]) => `${k} ×${v}`).join(', ')}. ` +
       `Median of the paired differences (durable − direct TTFT): ${ms(s.ttft.pairedAddedP50)} ms. ` +
       `SSE connections retried: ${s.sseRetries}; turns whose live text differed from the final text: ${s.liveTextMismatches}.`,
+  );
+  out.push(
+    `Temporal reads of the turn by the API per measured turn (POST + SSE): ${s.turnReads.queries.toFixed(2)} turnState queries, ` +
+      `${s.turnReads.describes.toFixed(2)} describes, ${s.turnReads.results.toFixed(2)} result reads.`,
   );
   out.push('');
   out.push('Where the time to the first token goes (median ms after the POST started; server steps from the turn workflow history)');

@@ -81,6 +81,15 @@ export interface TurnGateway {
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
 }
 
+/** Temporal reads of turns the gateway made (the bench reports them per turn; a stream should need none). */
+export interface TurnReads {
+  /** turnState queries: on a closed turn each one makes a worker replay the whole history. */
+  queries: number;
+  describes: number;
+  /** Result or failure reads of closed turns (a history read, no replay). */
+  results: number;
+}
+
 export interface GatewayOptions {
   client: Client;
   taskQueue: string;
@@ -97,17 +106,23 @@ export interface GatewayOptions {
   catalogTimeoutMs?: number;
 }
 
-export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
+export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
   const { client } = opts;
   let cached: { at: number; value: Promise<Catalog> } | undefined;
+  const reads: TurnReads = { queries: 0, describes: 0, results: 0 };
+  const queryTurn = (handle: ReturnType<Client['workflow']['getHandle']>, afterEventId?: number): Promise<TurnState> => {
+    reads.queries++;
+    return handle.query(turnStateQuery, afterEventId);
+  };
 
   async function finalState(turnId: string, status: string, owner?: { id: string; tenant: string }): Promise<TurnState> {
     const handle = client.workflow.getHandle(turnId);
+    reads.results++;
     if (status === 'COMPLETED') return (await handle.result()) as TurnState;
     if ((status === 'CANCELLED' || status === 'CANCELED')) {
       // Temporal keeps no details on a cancelled run; the closed workflow still answers its query.
       try {
-        return await handle.query(turnStateQuery);
+        return await queryTurn(handle);
       } catch {
         // No worker to answer: fall through to the minimal record below.
       }
@@ -141,6 +156,8 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
   }
 
   return {
+    reads: () => ({ ...reads }),
+
     async submitMessage({ turnId, sessionId, text, user, token, directCall }) {
       const owner = { id: user.id, tenant: user.tenant };
       const { policy, turnOptions, contextByRole, sessionSettings } = opts.settings();
@@ -248,7 +265,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       const handle = client.workflow.getHandle(turnId);
       if (getOpts?.likelyRunning) {
         try {
-          const state = await handle.query(turnStateQuery, afterEventId);
+          const state = await queryTurn(handle, afterEventId);
           if (state.status !== 'completed' && state.status !== 'failed' && state.status !== 'cancelled') return state;
         } catch {
           // Not found, not started yet, or no worker: the full path below tells which.
@@ -257,6 +274,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       let status: string;
       let owner: { id: string; tenant: string } | undefined;
       try {
+        reads.describes++;
         const desc = await handle.describe();
         status = desc.status.name;
         const id = desc.typedSearchAttributes.get(UserIdKey);
@@ -267,7 +285,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
         throw err;
       }
       const state =
-        status === 'RUNNING' ? await handle.query(turnStateQuery, afterEventId) : await finalState(turnId, status, owner);
+        status === 'RUNNING' ? await queryTurn(handle, afterEventId) : await finalState(turnId, status, owner);
       return afterEventId ? { ...state, events: state.events.filter((e) => e.id > afterEventId) } : state;
     },
 
@@ -284,7 +302,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway {
       const states = await Promise.all(
         ids.map(async (id) => {
           try {
-            return await client.workflow.getHandle(id).query(turnStateQuery);
+            return await queryTurn(client.workflow.getHandle(id));
           } catch {
             return undefined; // finished meanwhile, or no worker to answer: not waiting for anyone now
           }

@@ -10,7 +10,7 @@ import { memoryRateLimiters } from '../../src/api/rate-limits';
 import { buildApp } from '../../src/api/app';
 import { createAuthenticator, mintDevToken } from '../../src/api/auth';
 import { setDefaultToken } from './http';
-import { createTemporalGateway, ensureSearchAttributes } from '../../src/api/gateway';
+import { createTemporalGateway, ensureSearchAttributes, type TurnReads } from '../../src/api/gateway';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
 import { HostConfigSchema, turnSettingsFrom } from '../../src/config';
 import { DEMO_USERS } from '../../src/config/local-mode';
@@ -121,6 +121,8 @@ export interface TestSystem {
   workerEnv: NodeJS.ProcessEnv;
   /** The API's live text hub (what workers pushed). */
   liveHub: LiveTextHub;
+  /** The API's Temporal reads of turns so far (queries, describes, results). */
+  turnReads(): TurnReads;
   startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
   /** What the API logged (only with `captureApiLog`). */
   apiLog(): string;
@@ -232,20 +234,21 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
     const hostConfig = defaultHostConfig(opts.host);
     const settings = turnSettingsFrom(hostConfig, policy);
+    const gateway = createTemporalGateway({
+      client,
+      taskQueue,
+      ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
+      settings: () => settings,
+      catalogCacheMs: 0,
+      catalogTimeoutMs: 10_000,
+    });
     const app = await buildApp({
       policy: () => policy,
       usage: { ledger: fileUsageLedger(usageFile), config: () => hostConfig },
       ...(apiLogger ? { logger: apiLogger } : {}),
       auth: createAuthenticator({ hs256Secret: jwtSecret, issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
       limiters: memoryRateLimiters(opts.rateLimits ?? { userPerMinute: 10_000, tenantPerMinute: 10_000 }),
-      gateway: createTemporalGateway({
-        client,
-        taskQueue,
-        ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
-        settings: () => settings,
-        catalogCacheMs: 0,
-        catalogTimeoutMs: 10_000,
-      }),
+      gateway,
       maxMessageChars: 4_000,
       ssePollMs: 25,
       live: { hub: liveHub, secret: liveSecret },
@@ -260,6 +263,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const system: TestSystem = {
       dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker, liveHub,
       auditFile, jwtSecret, token,
+      turnReads: () => gateway.reads(),
       apiLog: () => apiLogText,
       onStop(fn) {
         cleanups.push(fn);
