@@ -3,13 +3,14 @@
  * (task support `required`) runs in its own process over Streamable HTTP. The worker starts the task,
  * keeps its id and session in the activity's heartbeat details, and is SIGKILLed while the task runs;
  * the next attempt rejoins the session and waits for the same task instead of starting the research
- * again. A task call without a crash works too, and its progress reaches the user.
+ * again. A task call without a crash works too, and its progress reaches the user. Cancelling the turn
+ * while the task runs cancels the task on the server.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, spawnManaged, type ManagedProcess } from '../../src/cli/processes';
 import type { DemoRules } from '../../src/demo-model/rules';
-import { getJson, postMessage, readSse } from '../helpers/http';
+import { getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
 import { EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -31,6 +32,9 @@ beforeAll(async () => {
   sys = await startSystem({
     rules: { ...base, scripts: [script, ...(base.scripts ?? [])] },
     extraServers: { research: { url: `http://127.0.0.1:${port}/mcp`, transport: 'streamable-http' } },
+    // A worker learns that its activity was cancelled only from a heartbeat's answer, and heartbeats
+    // are throttled to 80% of the timeout: the default 20 s would let the 4 s research finish first.
+    host: { timeouts: { toolHeartbeatMs: 3_000 } },
   });
 }, 120_000);
 
@@ -63,4 +67,18 @@ test('a worker SIGKILLed while the task runs: the next attempt waits for the sam
   expect(replacement.output()).toContain('resuming an MCP task an earlier attempt started');
   // One task for this topic: the research ran once.
   expect(research.output().match(/Research task .* failed/g) ?? []).toEqual([]);
+});
+
+test('cancelling the turn while the task runs cancels the task on the server', async () => {
+  const post = await postMessage(sys.apiUrl, 'tasks-cancel', 'research deep sea vents');
+  const url = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
+  const before = await readSse(url, { stopAfter: (e) => e.event === 'tool_call_started', timeoutMs: 60_000 });
+  expect((await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/cancel`, {})).status).toBe(202);
+  const rest = await readSse(url, { lastEventId: before.at(-1)?.id, timeoutMs: 60_000 });
+  expect(rest.at(-1)?.event).toBe('cancelled');
+  // Only tasks/cancel makes the task 'cancelled' in the server's store (aborting the host's wait for the
+  // result does not): the research, still running, then fails its next stage update on that status.
+  const line = await waitFor(async () => /Research task (\S+) failed: .*terminal status 'cancelled'/.exec(research.output()) ?? undefined, 10_000);
+  expect(line[1]).toBeTruthy();
+  expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body).toMatchObject({ status: 'cancelled' });
 });
