@@ -7,7 +7,8 @@ import { ROOT, startSystem, type TestSystem } from '../helpers/system';
 /**
  * The console in a real headless Chromium against the real system (Temporal, worker, MCP servers, the
  * demo model, the API): sign in, chat with live text, approve a call inline and from the inbox, see the
- * servers and tools, open the API docs. `CONSOLE_SCREENSHOTS=<dir>` saves the main views there (the
+ * servers and tools, follow a long call's progress and an MCP task, answer a server's questions (a form,
+ * a page to open), open the API docs. `CONSOLE_SCREENSHOTS=<dir>` saves the main views there (the
  * ones in docs/ come from such a run).
  */
 let sys: TestSystem;
@@ -188,6 +189,56 @@ test("a server that asks the host's model (sampling) gets its answer within the 
   await page.click('#send');
   await page.waitForFunction(`(() => [...document.querySelectorAll('.turn')].at(-1)?.querySelector('.answer')?.textContent?.includes('Quiet lanterns'))()`);
   await expect(lastTurn().locator('.tool.completed[data-tool="everything__trigger-sampling-request"]').count()).resolves.toBe(1);
+});
+
+test('a long tool call shows its progress bar on the tool card while it runs, then its result', async () => {
+  await page.fill('#message', 'run a long operation');
+  await page.click('#send');
+  const card = lastTurn().locator('.tool[data-tool="everything__trigger-long-running-operation"]');
+  // The server reports 4 steps over 2 s; the bar shows one of them while the call still runs.
+  await card.locator('.progress progress[max="4"]').waitFor({ timeout: 30_000 });
+  await expect(card.locator('.progress').textContent()).resolves.toMatch(/[1-4]\/4/);
+  await shot('progress');
+  await lastTurn().locator('.tool.completed[data-tool="everything__trigger-long-running-operation"]').waitFor();
+  await expect(card.locator('.progress').count()).resolves.toBe(0);
+  const id = (await lastTurn().getAttribute('data-turn')) ?? '?';
+  await page.locator(`.turn[data-turn="${id}"][data-status="completed"]`).waitFor();
+  await expect(lastTurn().locator('.answer').textContent()).resolves.toContain('Long running operation completed. Duration: 2 seconds, Steps: 4.');
+});
+
+test('a tool that runs as an MCP task (simulate-research-query): its card runs, then the report is the answer', async () => {
+  await page.fill('#message', 'research tidal power');
+  await page.click('#send');
+  const turn = lastTurn();
+  // The research takes four one-second stages: the card is seen running before it completes.
+  await turn.locator('.tool.running[data-tool="everything__simulate-research-query"]').waitFor({ timeout: 30_000 });
+  await expect(turn.locator('.tool[data-tool="everything__simulate-research-query"] code').textContent()).resolves.toBe('{"topic":"tidal power"}');
+  const id = (await turn.getAttribute('data-turn')) ?? '?';
+  await page.locator(`.turn[data-turn="${id}"][data-status="completed"]`).waitFor({ timeout: 60_000 });
+  await expect(turn.locator('.tool.completed[data-tool="everything__simulate-research-query"]').count()).resolves.toBe(1);
+  const answer = (await turn.locator('.answer').textContent()) ?? '';
+  expect(answer).toContain('# Research Report: tidal power');
+  expect(answer).toContain('Stage 4: Generating report ✓');
+});
+
+test("a server's URL-mode question shows the page as a link and an Open button; Open goes there and the call completes", async () => {
+  // window.open would open a real tab on example.org (no network here): record the call instead.
+  await page.evaluate(`(() => { window.opened = []; window.open = (...args) => { window.opened.push(args); return null; }; })()`);
+  await page.fill('#message', 'send me to https://example.org/pay');
+  await page.click('#send');
+  const question = lastTurn().locator('form[data-question][data-mode="url"]');
+  await question.waitFor({ timeout: 30_000 });
+  await expect(question.locator('a').getAttribute('href')).resolves.toBe('https://example.org/pay');
+  await expect(question.textContent()).resolves.toContain('everything asks you to open https://example.org/pay: Please open https://example.org/pay to continue.');
+  await shot('url-question');
+  const id = (await lastTurn().getAttribute('data-turn')) ?? '?';
+  await question.locator('button:has-text("Open")').click();
+  await page.locator(`.turn[data-turn="${id}"][data-status="completed"]`).waitFor();
+  await expect(page.evaluate('window.opened')).resolves.toEqual([['https://example.org/pay', '_blank', 'noopener,noreferrer']]);
+  await expect(lastTurn().locator('[data-question]').textContent()).resolves.toContain('accept');
+  const answer = (await lastTurn().locator('.answer').textContent()) ?? '';
+  expect(answer).toContain('User completed the URL elicitation flow');
+  expect(answer).toContain('URL: https://example.org/pay');
 });
 
 test('the API docs page renders the OpenAPI document', async () => {

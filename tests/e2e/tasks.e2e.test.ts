@@ -25,7 +25,7 @@ beforeAll(async () => {
   }));
   const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
   const script = {
-    name: 'research',
+    name: 'research-over-http',
     match: '(?i)^research (.+)$',
     steps: [{ toolCalls: [{ name: 'research__simulate-research-query', arguments: { topic: '{{match.1}}' } }] }, { text: '{{tool:research__simulate-research-query}}' }],
   };
