@@ -1,14 +1,24 @@
 /**
- * Follows one turn: its durable events (polled from the gateway, from a given event id on) merged with
- * its live LLM text (pushed by the LiveTextHub), as one async iterable. SSE writes it; the WebSocket
- * fans it out. This is the one place that decides their order.
+ * Follows one turn: its durable events (from a given event id on) merged with its live LLM text, as one
+ * async iterable. SSE writes it; the WebSocket fans it out. This is the one place that decides their order.
+ *
+ * Durable events come from two places. The workflow's sink pushes a copy of each one through the live
+ * channel into the hub (docs/decisions/0014-durable-events-pushed.md); the follower delivers those in
+ * id order without asking Temporal. It reads the turn from the gateway (a workflow query) only when the
+ * pushes cannot be trusted to be complete: before the hub has shown any event of the turn (another
+ * replica's worker, a restarted API, no live channel), when the ids it holds have a hole (a lost push,
+ * an event too large to carry), and after `quietPollMs` without news, as a safety net for a lost last
+ * event. Ids are dense per turn, so a hole is always visible; the first copy of an id wins.
  *
  * Ordering: live text of step s is held until the durable `status` event `calling_llm` of step s has
  * been delivered, so a client never sees a step's text before the events that lead to it (the end of
- * the previous step's tool calls, the step starting). Live chunks arrive long before the next poll
- * would find that event, so a held chunk wakes the poll early.
+ * the previous step's tool calls, the step starting). Without pushed events, live chunks arrive long
+ * before the next poll would find that event, so a held chunk wakes the poll early; with them, the
+ * event is normally pushed before its step's text (one publisher, in order) and a held chunk waits
+ * `pollMs` for it before polling.
  */
 import type { LiveChunk } from '../live/chunk';
+import { FINAL_EVENT_STATUS } from '../live/turn-events';
 import type { LiveTextHub } from '../live/hub';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
 import type { WaitingView } from './contract';
@@ -37,7 +47,7 @@ export interface TurnFeed extends AsyncIterable<FeedItem> {
 
 export interface FollowerDeps {
   gateway: Pick<TurnGateway, 'getTurn'>;
-  live?: Pick<LiveTextHub, 'snapshot' | 'subscribe' | 'lastNotice'>;
+  live?: Pick<LiveTextHub, 'snapshot' | 'subscribe' | 'lastNotice' | 'events'>;
 }
 
 export interface FollowOptions {
@@ -60,6 +70,11 @@ export interface FollowOptions {
   waitingOn?: (state: TurnState) => Promise<WaitingView | undefined>;
   /** Default 1000: each check costs two Temporal queries (the session, the turn ahead). */
   waitingCheckMs?: number;
+  /**
+   * While events are pushed, how long without news before the turn is read anyway (a lost push of its
+   * last event would otherwise hold the stream open); doubles up to 8× while nothing changes. Default 2000.
+   */
+  quietPollMs?: number;
 }
 
 /** Early polls per held step: enough for one that raced the workflow task, bounded if the event never shows. */
@@ -81,15 +96,43 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   /** The turn's last delivered status is phase `queued`: it waits for the session's turn ahead. */
   let queued = false;
   const waiting = { checkedAt: 0, last: '' };
+  const quietPollMs = Math.max(pollMs, opts.quietPollMs ?? 2_000);
+  /** Pushed events not delivered yet, by id; and the highest id known to exist (pushed or hinted). */
+  const pushed = new Map<number, TurnEvent>();
+  let knownId = 0;
+  /** The hub has shown events of this turn: polls are the fallback, not the feed. */
+  let pushing = false;
+  /** Nothing leaves before a read of the turn passed `accept` (pushed events carry no owner check of their own). */
+  let accepted = !opts.accept;
+  let quiet = quietPollMs;
+  let nextPollAt = 0;
+  let lastPollAt = 0;
+
+  const takePushed = (events: readonly TurnEvent[], lastKnown: number): void => {
+    for (const e of events) if (e.id > lastId && !pushed.has(e.id)) pushed.set(e.id, e);
+    knownId = Math.max(knownId, lastKnown);
+    pushing = true;
+  };
+  /** A pushed event is next in line. */
+  const pushReady = (): boolean => accepted && pushed.has(lastId + 1);
+  /** An event is known to exist beyond the next one we hold: a hole only a read of the turn can fill. */
+  const gap = (): boolean => accepted && knownId > lastId && !pushed.has(lastId + 1);
 
   const onChunk = (c: LiveChunk): void => {
     if (stopped || c.kind === 'end') return;
+    if (c.kind === 'event' || c.kind === 'poll') {
+      takePushed(c.event ? [c.event] : [], c.event?.id ?? c.offset);
+      wake?.();
+      return;
+    }
     pending.push(c);
     if (c.kind !== 'progress' && c.step > durableStep) {
       if (early.step !== c.step) early = { step: c.step, polls: 0 };
       if (pollSoon || early.polls >= MAX_EARLY_POLLS) return;
       early.polls++;
-      pollSoon = true;
+      // Pushed events normally precede their step's text: give the push a poll interval to come.
+      if (pushing) nextPollAt = Math.min(nextPollAt, Date.now() + pollMs);
+      else pollSoon = true;
     }
     wake?.();
   };
@@ -99,7 +142,9 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
     // Snapshot and subscription in one synchronous block: no chunk can fall between them (see src/live/hub.ts).
     const snap = deps.live.snapshot(turnId);
     const notice = deps.live.lastNotice(turnId);
+    const held = deps.live.events.read(turnId, lastId);
     unsubscribe = deps.live.subscribe(turnId, onChunk);
+    if (held) takePushed(held.events, held.lastKnownId);
     if (snap?.text) onChunk({ turnId, step: snap.step, attempt: snap.attempt, kind: 'delta', offset: 0, text: snap.text });
     // The hub keeps a notice only until a later attempt speaks: one still held came after that text.
     if (notice) onChunk(notice);
@@ -128,13 +173,12 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
     }
   }
 
-  /** Sleeps `ms`, delivering live text that may go out meanwhile; `early`: a held chunk cuts it short. */
-  async function* pause(ms: number, allowEarly: boolean): AsyncGenerator<FeedItem> {
-    const until = Date.now() + ms;
+  /** Sleeps until `until()`, delivering live text that may go out meanwhile; a held chunk or a pushed event cuts it short. */
+  async function* pause(until: () => number, allowEarly: boolean): AsyncGenerator<FeedItem> {
     for (;;) {
       yield* release();
-      if (stopped || (allowEarly && pollSoon)) return;
-      const left = until - Date.now();
+      if (stopped || (allowEarly && (pollSoon || pushReady()))) return;
+      const left = until() - Date.now();
       if (left <= 0) return;
       await new Promise<void>((resolve) => {
         const done = (): void => {
@@ -148,20 +192,49 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
     }
   }
 
+  /** One durable event goes out; true if it was the turn's last. */
+  function* deliver(event: TurnEvent): Generator<FeedItem, boolean> {
+    lastId = event.id;
+    pushed.delete(event.id);
+    yield { type: 'event', event };
+    if (event.type === 'status') queued = event.data.phase === 'queued';
+    if (event.type === 'status' && event.data.phase === 'calling_llm' && typeof event.data.step === 'number') {
+      durableStep = Math.max(durableStep, event.data.step);
+      yield* release();
+    }
+    return FINAL_EVENT_STATUS[event.type] !== undefined;
+  }
+
+  /** While queued, what the turn waits for, when that changed. */
+  async function* checkWaiting(state: TurnState): AsyncGenerator<FeedItem> {
+    if (!queued || !opts.waitingOn || Date.now() - waiting.checkedAt < (opts.waitingCheckMs ?? 1_000)) return;
+    waiting.checkedAt = Date.now();
+    const now = await opts.waitingOn(state).catch((err: unknown) => void opts.onPollError?.(err));
+    const key = now ? JSON.stringify(now) : '';
+    if (now && key !== waiting.last && !stopped) yield { type: 'waiting', waiting: now };
+    if (now) waiting.last = key;
+  }
+
   async function* run(): AsyncGenerator<FeedItem> {
-    let state: TurnState | null | undefined = opts.first;
+    // A turn whose every event the hub holds needs no first read either (its owner came with them).
+    let state: TurnState | null | undefined = opts.first ?? deps.live?.events.streamView(turnId, lastId);
+    /** The latest read of the turn (for `waitingOn`). */
+    let known: TurnState | undefined;
     let missing = 0;
     let delay = pollMs;
     try {
       while (!stopped) {
-        if (state === undefined) {
+        const due = !accepted || Date.now() >= nextPollAt || pollSoon || (gap() && Date.now() >= lastPollAt + pollMs);
+        if (state === undefined && due) {
           pollSoon = false;
+          lastPollAt = Date.now();
           try {
             // Followed turns are mostly running: the gateway can skip its describe round trip.
             state = await deps.gateway.getTurn(turnId, lastId, { likelyRunning: true });
           } catch (err) {
             opts.onPollError?.(err);
-            yield* pause(Math.max(pollMs, 500), false);
+            nextPollAt = Date.now() + Math.max(pollMs, 500);
+            yield* pause(() => nextPollAt, false);
             continue;
           }
           if (stopped) break;
@@ -172,44 +245,55 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
             return;
           }
           state = undefined;
-          yield* pause(pollMs, false);
+          nextPollAt = Date.now() + pollMs;
+          yield* pause(() => nextPollAt, false);
           continue;
         }
-        if (opts.accept && !opts.accept(state)) {
-          yield { type: 'end', outcome: 'foreign' };
-          return;
-        }
         const before = lastId;
-        // Text of steps already announced that arrived while we polled came before these events.
-        yield* release();
-        for (const event of state.events) {
-          if (event.id <= lastId) continue;
-          lastId = event.id;
-          yield { type: 'event', event };
-          if (event.type === 'status') queued = event.data.phase === 'queued';
-          if (event.type === 'status' && event.data.phase === 'calling_llm' && typeof event.data.step === 'number') {
-            durableStep = Math.max(durableStep, event.data.step);
-            yield* release();
+        if (state) {
+          if (opts.accept && !opts.accept(state)) {
+            yield { type: 'end', outcome: 'foreign' };
+            return;
+          }
+          accepted = true;
+          // Text of steps already announced that arrived while we polled came before these events.
+          yield* release();
+          for (const event of state.events) {
+            if (event.id <= lastId) continue;
+            yield* deliver(event);
+          }
+          // The turn's last event ends the stream: text still held is dropped (the `text` event has it all).
+          if (TERMINAL_STATUSES.includes(state.status)) {
+            yield { type: 'end', outcome: 'finished' };
+            return;
+          }
+          // `steps` counts the calling_llm events so far, including those before `after`.
+          durableStep = Math.max(durableStep, state.steps ?? 0);
+          yield* release();
+          known = state;
+          state = undefined;
+          delay = lastId > before ? pollMs : Math.min(delay * 2, maxIdlePollMs);
+          if (pushing) quiet = lastId > before ? quietPollMs : Math.min(quiet * 2, quietPollMs * 8);
+          nextPollAt = Date.now() + (pushing ? quiet : delay);
+        }
+        // Pushed events, in id order, as far as they run without a hole.
+        const fromPush = lastId;
+        while (pushReady()) {
+          if (yield* deliver(pushed.get(lastId + 1) as TurnEvent)) {
+            yield { type: 'end', outcome: 'finished' };
+            return;
           }
         }
-        // The turn's last event ends the stream: text still held is dropped (the `text` event has it all).
-        if (TERMINAL_STATUSES.includes(state.status)) {
-          yield { type: 'end', outcome: 'finished' };
-          return;
+        for (const id of pushed.keys()) if (id <= lastId) pushed.delete(id);
+        if (lastId > fromPush) {
+          // News: the safety-net read moves back.
+          quiet = quietPollMs;
+          nextPollAt = Math.max(nextPollAt, Date.now() + quiet);
         }
-        // `steps` counts the calling_llm events so far, including those before `after`.
-        durableStep = Math.max(durableStep, state.steps ?? 0);
-        yield* release();
-        if (queued && opts.waitingOn && Date.now() - waiting.checkedAt >= (opts.waitingCheckMs ?? 1_000)) {
-          waiting.checkedAt = Date.now();
-          const now = await opts.waitingOn(state).catch((err: unknown) => void opts.onPollError?.(err));
-          const key = now ? JSON.stringify(now) : '';
-          if (now && key !== waiting.last && !stopped) yield { type: 'waiting', waiting: now };
-          if (now) waiting.last = key;
-        }
-        delay = lastId > before ? pollMs : Math.min(delay * 2, maxIdlePollMs);
-        state = undefined;
-        yield* pause(delay, true);
+        if (known) yield* checkWaiting(known);
+        const waitFor = (): number => (gap() ? Math.min(nextPollAt, lastPollAt + pollMs) : nextPollAt);
+        const waitUntil = queued && opts.waitingOn ? () => Math.min(waitFor(), waiting.checkedAt + (opts.waitingCheckMs ?? 1_000)) : waitFor;
+        yield* pause(waitUntil, true);
       }
       yield { type: 'end', outcome: 'stopped' };
     } finally {

@@ -4,8 +4,14 @@
  * every turn); the durable record stays the final text in workflow state. Chunks are best effort:
  * `offset` lets the receiver detect gaps and duplicates, and `attempt` tells a retried LLM call (whose
  * partial text must be discarded) from the attempt before it.
+ *
+ * The same channel carries copies of the turn's durable events (kind `event`, from the workflow's
+ * sink), so the API can stream them without querying the workflow; an event too large to carry
+ * travels as a `poll` hint (its id in `offset`). Event ids are dense per turn: a receiver sees a lost
+ * one as a gap and reads the turn from Temporal instead (docs/decisions/0014-durable-events-pushed.md).
  */
 import { z } from 'zod';
+import { TURN_EVENT_TYPES } from '../shared/turn';
 
 /** Longest turn id accepted (turn ids reach ~110 characters). */
 export const MAX_TURN_ID_CHARS = 200;
@@ -15,6 +21,20 @@ export const MAX_CHUNK_TEXT_CHARS = 64 * 1024;
 export const MAX_NOTICE_CHARS = 1_000;
 /** Most chunks in one batch. */
 export const MAX_BATCH_CHUNKS = 1000;
+
+/** A durable turn event as the workflow's record numbered it (src/shared/turn.ts TurnEvent). */
+export const PushedEventSchema = z.object({
+  id: z.number().int().min(1).max(10_000_000),
+  type: z.enum(TURN_EVENT_TYPES),
+  at: z.string().max(64),
+  data: z.record(z.string(), z.unknown()),
+});
+
+/** Whose turn an event belongs to, so the API can serve a stream's first read without asking Temporal. */
+export const PushedTurnSchema = z.object({
+  sessionId: z.string().min(1).max(MAX_TURN_ID_CHARS),
+  owner: z.object({ id: z.string().min(1).max(MAX_TURN_ID_CHARS), tenant: z.string().min(1).max(MAX_TURN_ID_CHARS) }).optional(),
+});
 
 export const LiveChunkSchema = z
   .object({
@@ -26,15 +46,19 @@ export const LiveChunkSchema = z
     /**
      * `reset`: a new attempt starts, discard partial text; `end`: the step's text is complete;
      * `notice`: this attempt failed and another follows (`text` says why and when; not part of the answer);
-     * `progress`: a tool call's server reported progress (`toolCallId`, `progress`, `total`; `text` is its message).
+     * `progress`: a tool call's server reported progress (`toolCallId`, `progress`, `total`; `text` is its message);
+     * `event`: a durable turn event (`event`, `turn`); `poll`: durable event `offset` exists but was too large to carry.
+     * Step and attempt mean nothing for these three (1).
      */
-    kind: z.enum(['delta', 'reset', 'end', 'notice', 'progress']),
+    kind: z.enum(['delta', 'reset', 'end', 'notice', 'progress', 'event', 'poll']),
     /** Where `text` starts within this attempt's text (for `end`: the total length sent). */
     offset: z.number().int().min(0),
     text: z.string().max(MAX_CHUNK_TEXT_CHARS),
     toolCallId: z.string().min(1).max(MAX_TURN_ID_CHARS).optional(),
     progress: z.number().finite().optional(),
     total: z.number().finite().optional(),
+    event: PushedEventSchema.optional(),
+    turn: PushedTurnSchema.optional(),
   })
   .refine((c) => c.kind === 'delta' || c.kind === 'notice' || c.kind === 'progress' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] })
   .refine((c) => (c.kind !== 'notice' && c.kind !== 'progress') || c.text.length <= MAX_NOTICE_CHARS, {
@@ -44,7 +68,9 @@ export const LiveChunkSchema = z
   .refine((c) => c.kind !== 'progress' || (c.toolCallId !== undefined && c.progress !== undefined), {
     message: 'a progress chunk names its toolCallId and progress',
     path: ['toolCallId'],
-  });
+  })
+  .refine((c) => (c.kind === 'event') === (c.event !== undefined), { message: 'an event chunk, and only it, carries an event', path: ['event'] })
+  .refine((c) => c.kind !== 'poll' || c.offset >= 1, { message: 'a poll chunk names the event id it stands for', path: ['offset'] });
 
 export type LiveChunk = z.output<typeof LiveChunkSchema>;
 export type LiveChunkKind = LiveChunk['kind'];

@@ -10,8 +10,12 @@
  *
  * To follow a turn without missing or doubling text, call snapshot() and subscribe() in the same
  * synchronous block: chunks are ingested synchronously, so none can slip in between.
+ *
+ * Durable events pushed on the same channel (kinds `event` and `poll`) are kept per turn in an event
+ * store (./turn-events.ts) and passed to subscribers once each, the first copy of an id winning.
  */
 import type { LiveChunk } from './chunk';
+import { createTurnEventStore, type TurnEventStore } from './turn-events';
 
 export interface LiveSnapshot {
   step: number;
@@ -36,6 +40,8 @@ export interface LiveTextHub {
    * client that joins during a retry's backoff hears why it waits.
    */
   lastNotice(turnId: string): LiveChunk | undefined;
+  /** The turn's pushed durable events (see ./turn-events.ts); read them in the block that subscribes, like snapshot(). */
+  events: Pick<TurnEventStore, 'read' | 'streamView'>;
   /** Turns with a buffer. */
   size(): number;
   /** Listeners subscribed across all turns (open streams following live text). */
@@ -51,6 +57,9 @@ export interface LiveTextHubOptions {
   maxTextChars?: number;
   /** A turn without chunks for this long is dropped even if its step never ended (worker died). */
   idleMs?: number;
+  /** Bounds of the durable events kept (see TurnEventStoreOptions). */
+  maxEventsPerTurn?: number;
+  maxEventChars?: number;
   /** For tests. */
   now?: () => number;
 }
@@ -71,6 +80,14 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
   const listeners = new Map<string, Set<LiveListener>>();
   /** Per turn, the latest notice and when it came; dropped when a later attempt speaks, or after idleMs. */
   const notices = new Map<string, { chunk: LiveChunk; at: number }>();
+  const store = createTurnEventStore({
+    retainMs,
+    idleMs,
+    maxTurns,
+    now,
+    ...(opts.maxEventsPerTurn !== undefined ? { maxEventsPerTurn: opts.maxEventsPerTurn } : {}),
+    ...(opts.maxEventChars !== undefined ? { maxChars: opts.maxEventChars } : {}),
+  });
   let sweeper: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -81,7 +98,8 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
     const t = now();
     for (const [turnId, b] of turns) if (expired(b, t)) turns.delete(turnId);
     for (const [turnId, n] of notices) if (t - n.at >= idleMs) notices.delete(turnId);
-    if (turns.size === 0 && notices.size === 0 && sweeper) {
+    store.sweep();
+    if (turns.size === 0 && notices.size === 0 && store.size() === 0 && sweeper) {
       clearInterval(sweeper);
       sweeper = undefined;
     }
@@ -112,6 +130,12 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
     if (b && expired(b, t)) {
       turns.delete(c.turnId);
       b = undefined;
+    }
+    if (c.kind === 'event' || c.kind === 'poll') {
+      if (!store.add(c)) return;
+      ensureSweeper();
+      emit(c.turnId, c);
+      return;
     }
     // Progress of a tool call is about no step's text: it goes to whoever listens now, nothing is kept.
     if (c.kind === 'progress') {
@@ -225,6 +249,8 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       return n.chunk;
     },
 
+    events: { read: (turnId, afterId) => store.read(turnId, afterId), streamView: (turnId, afterId) => store.streamView(turnId, afterId) },
+
     size: () => turns.size,
 
     close() {
@@ -233,6 +259,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       sweeper = undefined;
       turns.clear();
       notices.clear();
+      store.clear();
       listeners.clear();
     },
   };

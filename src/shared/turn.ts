@@ -206,21 +206,24 @@ export interface ToolCallRecord {
   finishedAt?: string;
 }
 
-export type TurnEventType =
-  | 'status'
-  | 'tool_call_started'
-  | 'tool_call_finished'
-  | 'text'
-  | 'notice'
-  | 'approval_required'
-  | 'approval_decided'
-  | 'authorization_required'
-  | 'authorization_completed'
-  | 'input_required'
-  | 'input_provided'
-  | 'cancelled'
-  | 'done'
-  | 'error';
+/** Every kind of durable turn event; the API's contract and the live channel's schema use this list. */
+export const TURN_EVENT_TYPES = [
+  'status',
+  'tool_call_started',
+  'tool_call_finished',
+  'text',
+  'notice',
+  'approval_required',
+  'approval_decided',
+  'authorization_required',
+  'authorization_completed',
+  'input_required',
+  'input_provided',
+  'cancelled',
+  'done',
+  'error',
+] as const;
+export type TurnEventType = (typeof TURN_EVENT_TYPES)[number];
 
 export interface TurnEvent {
   /** 1-based, dense, increasing within a turn: the SSE event id. */

@@ -23,7 +23,16 @@ function fakeTurn(turnId = 'turn-s-1') {
     if (type === 'status' && data.phase === 'calling_llm') state.steps = data.step as number;
     state.events.push({ id: state.events.length + 1, type, at: new Date().toISOString(), data });
   };
-  return { state, gateway, emit, polls: () => polls, duringPoll: (fn: () => void) => void (duringPoll = fn) };
+  /** Emits as the workflow does, and hands the event to the hub as the worker's sink would (unless `lost`). */
+  const push = (hub: LiveTextHub, type: TurnEvent['type'], data: Record<string, unknown> = {}, how: 'pushed' | 'lost' | 'too-large' = 'pushed') => {
+    emit(type, data);
+    const event = state.events.at(-1) as TurnEvent;
+    if (type === 'done') state.status = 'completed';
+    const turn = { sessionId: state.sessionId, owner: state.owner };
+    if (how === 'pushed') hub.ingest([{ turnId, step: 1, attempt: 1, kind: 'event', offset: 0, text: '', event, turn }]);
+    if (how === 'too-large') hub.ingest([{ turnId, step: 1, attempt: 1, kind: 'poll', offset: event.id, text: '' }]);
+  };
+  return { state, gateway, emit, push, polls: () => polls, duringPoll: (fn: () => void) => void (duringPoll = fn) };
 }
 
 const llm = (step: number) => ({ status: 'running', phase: 'calling_llm', step });
@@ -250,4 +259,97 @@ test('a queued turn reports what it waits for when that changes, and stops askin
   await new Promise((r) => setTimeout(r, 40));
   expect(asked).toBe(settled);
   expect(c.items.filter((i) => i.startsWith('w:'))).toEqual(['w:turn-s-0:running:0', 'w:turn-s-0:awaiting_approval:1']);
+});
+
+describe('durable events pushed through the hub', () => {
+  /** A turn whose step 1 began (pushed), followed by a stream that has delivered that event. */
+  const followingStep1 = async (quietPollMs = 60_000) => {
+    const t = fakeTurn();
+    t.push(hub, 'status', llm(1));
+    const c = collect(follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, pollMs: 5, quietPollMs, accept: () => true }));
+    await c.until((i) => i.length === 1);
+    return { t, c };
+  };
+
+  test('a stream follows a whole turn from pushed events in order, live text after its calling_llm, without one poll', async () => {
+    const t = fakeTurn();
+    t.push(hub, 'status', { status: 'running', phase: 'gathering_context' });
+    const feed = follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, pollMs: 5, accept: () => true });
+    const c = collect(feed);
+    await c.until((i) => i.includes('e1:status'));
+    t.push(hub, 'status', llm(1));
+    t.push(hub, 'tool_call_started', { name: 'a__b' });
+    t.push(hub, 'tool_call_finished', { name: 'a__b' });
+    // Step 2's text reaches the hub before its calling_llm event (a second worker): held, then released by the push.
+    hub.ingest([delta(t.state.turnId, 2, 0, 'Hi')]);
+    t.push(hub, 'status', llm(2));
+    t.push(hub, 'text', { text: 'Hi' });
+    t.push(hub, 'done', { status: 'completed' });
+    await c.done;
+    expect(c.items).toEqual(['e1:status', 'e2:status:llm1', 'e3:tool_call_started', 'e4:tool_call_finished', 'e5:status:llm2', 'd2:Hi', 'e6:text', 'e7:done', 'end:finished']);
+    expect(t.polls()).toBe(0);
+  });
+
+  test('a stream opened later, or resumed after an id, starts from what the hub holds: no first read, no poll', async () => {
+    const t = fakeTurn();
+    t.push(hub, 'status', llm(1));
+    t.push(hub, 'notice', { code: 'x' });
+    t.push(hub, 'text', { text: 'ok' });
+    t.push(hub, 'done', { status: 'completed' });
+    const fresh = collect(follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, pollMs: 5, accept: () => true }));
+    await fresh.done;
+    expect(fresh.items).toEqual(['e1:status:llm1', 'e2:notice', 'e3:text', 'e4:done', 'end:finished']);
+    const resumed = collect(follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, after: 2, pollMs: 5, accept: () => true }));
+    await resumed.done;
+    expect(resumed.items).toEqual(['e3:text', 'e4:done', 'end:finished']);
+    expect(t.polls()).toBe(0);
+  });
+
+  test('a lost push is a hole in the ids: one poll fills it, then pushes carry on', async () => {
+    const { t, c } = await followingStep1();
+    t.push(hub, 'tool_call_started', {}, 'lost');
+    t.push(hub, 'tool_call_finished', {});
+    await c.until((i) => i.includes('e3:tool_call_finished'));
+    expect(t.polls()).toBe(1);
+    t.push(hub, 'done', { status: 'completed' });
+    await c.done;
+    expect(c.items).toEqual(['e1:status:llm1', 'e2:tool_call_started', 'e3:tool_call_finished', 'e4:done', 'end:finished']);
+    expect(t.polls()).toBe(1);
+  });
+
+  test('an event too large to carry arrives as a hint: the follower reads the turn for it at once', async () => {
+    const { t, c } = await followingStep1();
+    t.push(hub, 'text', { text: 'x'.repeat(10_000) }, 'too-large');
+    await c.until((i) => i.includes('e2:text'), 1_000);
+    expect(t.polls()).toBe(1);
+  });
+
+  test("the safety net: a lost last event is found by a read after quietPollMs, and the stream ends", async () => {
+    const { t, c } = await followingStep1(100);
+    const lostAt = Date.now();
+    t.push(hub, 'done', { status: 'completed' }, 'lost');
+    await c.done;
+    expect(Date.now() - lostAt).toBeGreaterThanOrEqual(90);
+    expect(c.items).toEqual(['e1:status:llm1', 'e2:done', 'end:finished']);
+    expect(t.polls()).toBe(1);
+  });
+
+  test('a hub that never saw the turn (another replica, a restart): the follower polls as before', async () => {
+    const t = fakeTurn();
+    t.emit('status', llm(1));
+    const c = collect(follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, pollMs: 5, accept: () => true }));
+    await c.until((i) => i.length === 1);
+    t.emit('done', { status: 'completed' });
+    t.state.status = 'completed';
+    await c.done;
+    expect(t.polls()).toBeGreaterThanOrEqual(2);
+  });
+
+  test('pushed events of a turn that is not the caller\'s never leave: accept sees the hub\'s view first', async () => {
+    const t = fakeTurn();
+    t.push(hub, 'status', llm(1));
+    const c = collect(follow({ gateway: t.gateway, live: hub }, { turnId: t.state.turnId, pollMs: 5, accept: (s) => s.owner?.id === 'mallory' }));
+    await c.done;
+    expect(c.items).toEqual(['end:foreign']);
+  });
 });

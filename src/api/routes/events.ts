@@ -1,7 +1,8 @@
 /**
  * GET /v1/turns/:turnId/events: the turn as server-sent events, from the follower (turn-follower.ts)
  * that also feeds the WebSocket. Durable events carry ids; a reconnect with Last-Event-ID (or ?after)
- * resumes after it, and live text restarts with the current step's text so far.
+ * resumes after it, and live text restarts with the current step's text so far. Events come from
+ * what the workers push (no Temporal read while that works), with the turn's query as the fallback.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { LiveTextHub } from '../../live/hub';
@@ -11,7 +12,7 @@ import { EventsQuery, parseRequest, TurnParams } from '../contract';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
 import { followTurn } from '../turn-follower';
-import type { TurnService } from '../turn-service';
+import { ownedBy, type TurnService } from '../turn-service';
 
 export interface EventRoutesOptions {
   service: TurnService;
@@ -30,8 +31,12 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
     const header = request.headers['last-event-id'];
     const after = (typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined) ?? query.after ?? 0;
 
-    // A stream is usually opened on a running turn: read it by query first (one round trip).
-    const first = await opts.service.turn(callerOf(request), turnId, { after, likelyRunning: true });
+    // The hub holds the turn's pushed events when its worker reaches this API: the owner's stream
+    // starts from them without asking Temporal. Anyone else, or a turn the hub lacks, is read from
+    // Temporal (by query first: a stream is usually opened on a running turn).
+    const caller = callerOf(request);
+    const pushed = opts.live?.events.streamView(turnId, after);
+    const first = pushed && ownedBy(pushed, caller) ? pushed : await opts.service.turn(caller, turnId, { after, likelyRunning: true });
 
     reply.hijack();
     const res = reply.raw;

@@ -1,0 +1,167 @@
+/**
+ * The API's copy of each turn's durable events, as the workers' sinks pushed them (kind `event` on the
+ * live channel, see ./chunk.ts). A stream reads them here instead of querying the workflow, which on
+ * a closed turn makes a worker replay its whole history.
+ *
+ * A copy, never the record: pushes are best effort (a lost push is a hole in the ids, which readers
+ * detect and fill from Temporal), bounded (per turn and overall), and dropped a while after the turn
+ * ends. The first copy of an id wins: a workflow task that failed after its sink ran is retried and
+ * emits the same events again, possibly with slightly later `at` timestamps.
+ */
+import type { TurnEvent, TurnState, TurnStatus } from '../shared/turn';
+import type { LiveChunk } from './chunk';
+
+export interface TurnEventsRead {
+  /** Held events with an id above the one asked for, in id order; there may be holes. */
+  events: TurnEvent[];
+  /** The highest event id known to exist (held, or announced by a `poll` hint). */
+  lastKnownId: number;
+}
+
+export interface TurnEventStore {
+  /** Takes an `event` or `poll` chunk; false when it tells nothing new (a repeat, or a turn already let go). */
+  add(chunk: LiveChunk): boolean;
+  read(turnId: string, afterId: number): TurnEventsRead | undefined;
+  /**
+   * The turn as its events show it, for a stream's first read: owner, session, status (running or how
+   * it ended), steps and the events after `afterId`; no tool calls or approvals. Only when every event
+   * from id 1 on is held, so the answer is complete; otherwise undefined (ask Temporal).
+   */
+  streamView(turnId: string, afterId: number): TurnState | undefined;
+  /** Turns held. */
+  size(): number;
+  /** Drops expired turns now (the hub's sweeper calls it). */
+  sweep(): void;
+  clear(): void;
+}
+
+export interface TurnEventStoreOptions {
+  /** How long a finished turn's events stay readable (streams opened just after the end). */
+  retainMs: number;
+  /** A turn without pushes for this long is dropped (its worker died, the pushes stopped). */
+  idleMs: number;
+  maxTurns: number;
+  /** Events kept per turn; beyond it the oldest go, and the turn is read from Temporal from then on. */
+  maxEventsPerTurn?: number;
+  /** JSON characters of events held across all turns; beyond it the least recently pushed turns go. */
+  maxChars?: number;
+  now: () => number;
+}
+
+interface Held {
+  sessionId?: string;
+  owner?: { id: string; tenant: string };
+  events: Map<number, TurnEvent>;
+  lastKnownId: number;
+  /** The lowest id still held may be above 1: older events were let go. */
+  trimmed: boolean;
+  chars: number;
+  endedAt?: number;
+  touchedAt: number;
+}
+
+/** The status a turn's final event stands for: nothing follows these. */
+export const FINAL_EVENT_STATUS: Partial<Record<TurnEvent['type'], TurnStatus>> = { done: 'completed', error: 'failed', cancelled: 'cancelled' };
+
+export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStore {
+  const maxEventsPerTurn = opts.maxEventsPerTurn ?? 1_000;
+  const maxChars = opts.maxChars ?? 32 * 1024 * 1024;
+  /** Insertion order is recency order, as in the hub. */
+  const turns = new Map<string, Held>();
+  let chars = 0;
+
+  const drop = (turnId: string): void => {
+    const h = turns.get(turnId);
+    if (!h) return;
+    chars -= h.chars;
+    turns.delete(turnId);
+  };
+  const expired = (h: Held, t: number): boolean =>
+    (h.endedAt !== undefined && t - h.endedAt >= opts.retainMs) || t - h.touchedAt >= opts.idleMs;
+  const live = (turnId: string): Held | undefined => {
+    const h = turns.get(turnId);
+    if (h && expired(h, opts.now())) {
+      drop(turnId);
+      return undefined;
+    }
+    return h;
+  };
+  const sorted = (h: Held, afterId: number): TurnEvent[] =>
+    [...h.events.values()].filter((e) => e.id > afterId).sort((a, b) => a.id - b.id);
+
+  return {
+    add(c) {
+      const id = c.kind === 'event' ? c.event?.id : c.kind === 'poll' ? c.offset : undefined;
+      if (id === undefined) return false;
+      const t = opts.now();
+      let h = live(c.turnId);
+      if (!h) h = { events: new Map(), lastKnownId: 0, trimmed: false, chars: 0, touchedAt: t };
+      if (h.events.has(id) || (c.kind === 'poll' && id <= h.lastKnownId)) return false;
+      turns.delete(c.turnId);
+      turns.set(c.turnId, h);
+      h.touchedAt = t;
+      if (c.turn) {
+        h.sessionId = c.turn.sessionId;
+        if (c.turn.owner) h.owner = c.turn.owner;
+      }
+      h.lastKnownId = Math.max(h.lastKnownId, id);
+      if (c.kind === 'event' && c.event) {
+        const size = JSON.stringify(c.event).length;
+        h.events.set(id, c.event);
+        h.chars += size;
+        chars += size;
+        if (FINAL_EVENT_STATUS[c.event.type]) h.endedAt = t;
+        if (h.events.size > maxEventsPerTurn) {
+          const oldest = Math.min(...h.events.keys());
+          const gone = h.events.get(oldest);
+          h.events.delete(oldest);
+          h.trimmed = true;
+          const freed = gone ? JSON.stringify(gone).length : 0;
+          h.chars -= freed;
+          chars -= freed;
+        }
+      }
+      while (turns.size > opts.maxTurns || (chars > maxChars && turns.size > 1)) {
+        const oldest = turns.keys().next().value;
+        if (oldest === undefined) break;
+        drop(oldest);
+      }
+      return true;
+    },
+
+    read(turnId, afterId) {
+      const h = live(turnId);
+      return h ? { events: sorted(h, afterId), lastKnownId: h.lastKnownId } : undefined;
+    },
+
+    streamView(turnId, afterId) {
+      const h = live(turnId);
+      // Complete only if ids 1..lastKnownId are all held (no hole, nothing trimmed, no hint unfilled).
+      if (!h || h.trimmed || h.sessionId === undefined || h.events.size !== h.lastKnownId) return undefined;
+      const all = sorted(h, 0);
+      const last = all.at(-1);
+      const steps = all.reduce((n, e) => (e.type === 'status' && e.data.phase === 'calling_llm' && typeof e.data.step === 'number' ? Math.max(n, e.data.step) : n), 0);
+      return {
+        turnId,
+        sessionId: h.sessionId,
+        ...(h.owner ? { owner: h.owner } : {}),
+        status: (last && FINAL_EVENT_STATUS[last.type]) ?? 'running',
+        toolCalls: [],
+        events: all.filter((e) => e.id > afterId),
+        steps,
+      };
+    },
+
+    size: () => turns.size,
+
+    sweep() {
+      const t = opts.now();
+      for (const [turnId, h] of turns) if (expired(h, t)) drop(turnId);
+    },
+
+    clear() {
+      turns.clear();
+      chars = 0;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import { LiveChunkSchema, type LiveChunk } from '../../src/live/chunk';
+import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
+import type { TurnEvent } from '../../src/shared/turn';
+
+const T = 'turn-s-1';
+const turn = { sessionId: 's', owner: { id: 'alice', tenant: 'demo' } };
+const ev = (id: number, type: TurnEvent['type'] = 'status', data: Record<string, unknown> = {}): LiveChunk => ({
+  turnId: T, step: 1, attempt: 1, kind: 'event', offset: 0, text: '', event: { id, type, at: `2026-01-01T00:00:0${id % 10}Z`, data }, turn,
+});
+const hint = (id: number): LiveChunk => ({ turnId: T, step: 1, attempt: 1, kind: 'poll', offset: id, text: '' });
+
+let hubs: LiveTextHub[] = [];
+afterEach(() => {
+  for (const h of hubs) h.close();
+  hubs = [];
+});
+function setup(opts: Parameters<typeof createLiveTextHub>[0] = {}) {
+  let now = 1_000_000;
+  const hub = createLiveTextHub({ ...opts, now: () => now });
+  hubs.push(hub);
+  const seen: LiveChunk[] = [];
+  hub.subscribe(T, (c) => seen.push(c));
+  return { hub, seen, advance: (ms: number) => (now += ms) };
+}
+
+test('pushed events are kept in id order and passed on once: the first copy of an id wins', () => {
+  const { hub, seen } = setup();
+  hub.ingest([ev(1), ev(3, 'notice'), ev(2, 'status', { phase: 'calling_llm', step: 1 })]);
+  // A retried workflow task pushes id 2 again, with a later timestamp: ignored.
+  hub.ingest([{ ...ev(2, 'notice'), event: { id: 2, type: 'notice', at: 'later', data: {} } }]);
+  expect(seen.map((c) => c.event?.id)).toEqual([1, 3, 2]);
+  expect(hub.events.read(T, 1)?.events.map((e) => [e.id, e.type])).toEqual([[2, 'status'], [3, 'notice']]);
+  expect(hub.events.read('turn-s-other', 0)).toBeUndefined();
+});
+
+test('streamView answers only when every event from id 1 on is held, with owner, status and steps', () => {
+  const { hub } = setup();
+  hub.ingest([ev(2, 'status', { phase: 'calling_llm', step: 1 })]);
+  expect(hub.events.streamView(T, 0)).toBeUndefined(); // id 1 missing
+  hub.ingest([ev(1)]);
+  expect(hub.events.streamView(T, 1)).toMatchObject({ turnId: T, sessionId: 's', owner: turn.owner, status: 'running', steps: 1, events: [{ id: 2 }] });
+  // A hint says event 3 exists but was too large to carry: the view is incomplete until a read fills it.
+  hub.ingest([hint(3)]);
+  expect(hub.events.streamView(T, 0)).toBeUndefined();
+  expect(hub.events.read(T, 2)).toEqual({ events: [], lastKnownId: 3 });
+});
+
+test('the final event gives the status; a finished turn is let go after retainMs, an idle one after idleMs', () => {
+  const { hub, advance } = setup({ retainMs: 1_000, idleMs: 10_000 });
+  hub.ingest([ev(1), ev(2, 'cancelled')]);
+  expect(hub.events.streamView(T, 0)?.status).toBe('cancelled');
+  advance(1_000);
+  expect(hub.events.read(T, 0)).toBeUndefined();
+  hub.ingest([{ ...ev(1), turnId: 'turn-s-2' }]);
+  advance(9_999);
+  expect(hub.events.read('turn-s-2', 0)?.events).toHaveLength(1);
+  advance(1);
+  expect(hub.events.read('turn-s-2', 0)).toBeUndefined();
+});
+
+test('bounds: beyond maxEventsPerTurn the oldest go (no complete view any more); beyond the character budget, the oldest turns', () => {
+  const { hub } = setup({ maxEventsPerTurn: 2, maxEventChars: 400 });
+  hub.ingest([ev(1), ev(2), ev(3)]);
+  expect(hub.events.read(T, 0)?.events.map((e) => e.id)).toEqual([2, 3]);
+  expect(hub.events.streamView(T, 0)).toBeUndefined();
+  // Each event is ~70 characters of JSON: a second turn pushes the first past the budget.
+  for (let i = 1; i <= 2; i++) hub.ingest([{ ...ev(i), turnId: 'turn-s-2', event: { id: i, type: 'text', at: '', data: { text: 'x'.repeat(120) } } }]);
+  expect(hub.events.read(T, 0)).toBeUndefined();
+  expect(hub.events.read('turn-s-2', 0)?.events).toHaveLength(2);
+});
+
+test('the wire schema: an event chunk carries an event of a known type, a poll chunk names its id', () => {
+  expect(LiveChunkSchema.safeParse(ev(1)).success).toBe(true);
+  expect(LiveChunkSchema.safeParse(hint(4)).success).toBe(true);
+  expect(LiveChunkSchema.safeParse({ ...ev(1), event: undefined }).success).toBe(false);
+  expect(LiveChunkSchema.safeParse({ ...ev(1), event: { id: 1, type: 'nope', at: '', data: {} } }).success).toBe(false);
+  expect(LiveChunkSchema.safeParse({ ...hint(1), offset: 0 }).success).toBe(false);
+  expect(LiveChunkSchema.safeParse({ turnId: T, step: 1, attempt: 1, kind: 'delta', offset: 0, text: 'x', event: ev(1).event }).success).toBe(false);
+});
