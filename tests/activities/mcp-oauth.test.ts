@@ -2,8 +2,9 @@
  * User OAuth through the worker's pool against a real authorization server and a protected MCP server
  * (examples/servers/protected-server.ts, on the SDK's server-side OAuth). The user's browser is played
  * by fetch, consent page included; the API's callback route is the real one (on a bare Fastify). Covers
- * first use, consent, the code exchange on the next attempt, refresh, revocation, a refused consent,
- * an expired refresh token, a token for another resource, and tokens kept apart per user.
+ * first use, consent, the code exchange on the next attempt, refresh (single-flight within a worker and
+ * across two), revocation, a refused consent, an expired refresh token, a token for another resource,
+ * and tokens kept apart per user.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -15,7 +16,7 @@ import { parseMcpConfig } from '../../src/mcp/config';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from '../../src/mcp/oauth';
 import { McpServerHub } from '../../src/mcp/pool';
 import { withCaller } from '../../src/mcp/user-token';
-import { SealedFileOAuthStore } from '../../src/security/oauth-store';
+import { MemoryOAuthStore, SealedFileOAuthStore } from '../../src/security/oauth-store';
 
 const SEAL_KEY = 'oauth-test-seal-key-0123456789abcdef-xyz';
 
@@ -47,9 +48,10 @@ afterAll(async () => {
   rmSync(storeDir, { recursive: true, force: true });
 });
 
-function newHub(): McpServerHub {
+/** A worker's hub; another worker process would have its own store object on the same directory. */
+function newHub(hubStore: SealedFileOAuthStore = store): McpServerHub {
   const config = parseMcpConfig({ mcpServers: { notes: { url: mcpUrl, transport: 'streamable-http', auth: { type: 'oauth' } } } }, {}, os.tmpdir(), 'test');
-  const hub = new McpServerHub(config, { oauth: { store, redirectUrl: callbackUrl, clientName: 'durable-mcp-host' } });
+  const hub = new McpServerHub(config, { oauth: { store: hubStore, redirectUrl: callbackUrl, clientName: 'durable-mcp-host' } });
   hubs.push(hub);
   return hub;
 }
@@ -116,6 +118,58 @@ test('an expired access token is refreshed once, even for concurrent calls, and 
   expect(results.map((r) => r.text)).toEqual(['you are alice', 'you are alice', 'you are alice']);
   expect(as.refreshCount - before).toBe(1);
   expect((await whoami(newHub(), 'acme:alice')).text).toBe('you are alice');
+});
+
+/**
+ * Counts the refresh requests that reach the authorization server (refused ones too: the server
+ * rotates refresh tokens, so a second concurrent refresh fails rather than counting as a success),
+ * and holds each for a while, so that concurrent callers all see the expired token before any
+ * refresh ends. Returns the count so far and puts the server back.
+ */
+function slowRefreshes(holdMs = 400): { attempts: () => number; restore: () => void } {
+  let attempts = 0;
+  const original = as.exchangeRefreshToken.bind(as);
+  as.exchangeRefreshToken = async (...args) => {
+    attempts++;
+    await new Promise((r) => setTimeout(r, holdMs));
+    return await original(...args);
+  };
+  return { attempts: () => attempts, restore: () => void (as.exchangeRefreshToken = original) };
+}
+
+/** Two workers' hubs connected for `user`, then their concurrent calls with the access token expired. */
+async function concurrentCallsAfterExpiry(hubStores: SealedFileOAuthStore[], user: string) {
+  const twoWorkers = hubStores.map((s) => newHub(s));
+  // Connected first, so that every call below sends the expired token at once.
+  for (const hub of twoWorkers) expect((await whoami(hub, user)).text).toBe(`you are ${user.split(':')[1] ?? '?'}`);
+  as.expireAccess();
+  const refreshes = slowRefreshes();
+  try {
+    const results = await Promise.allSettled(twoWorkers.flatMap((hub) => [whoami(hub, user), whoami(hub, user)]));
+    return { results, attempts: refreshes.attempts() };
+  } finally {
+    refreshes.restore();
+  }
+}
+
+test('two workers (two hubs, each with its own store object on one directory) refresh an expired token once between them', async () => {
+  const { results, attempts } = await concurrentCallsAfterExpiry([store, new SealedFileOAuthStore(storeDir, SEAL_KEY)], 'acme:alice');
+  expect(results.map((r) => (r.status === 'fulfilled' ? r.value.text : String(r.reason)))).toEqual(Array(4).fill('you are alice'));
+  expect(attempts).toBe(1);
+});
+
+test('control: stores that lock only within their own process let both workers refresh (the test above can fail)', async () => {
+  /** The file store without its lock file: what the cross-worker test would see if the lock were per process. */
+  class ProcessLocalLocks extends SealedFileOAuthStore {
+    private readonly local = new MemoryOAuthStore();
+    override withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+      return this.local.withLock(key, fn);
+    }
+  }
+  // A user of its own: the losing refresh spends a rotated token and may send them back to authorize.
+  await consent(await authorizationNeeded(newHub(), 'acme:dave'), 'dave');
+  const { attempts } = await concurrentCallsAfterExpiry([new ProcessLocalLocks(storeDir, SEAL_KEY), new ProcessLocalLocks(storeDir, SEAL_KEY)], 'acme:dave');
+  expect(attempts).toBeGreaterThanOrEqual(2);
 });
 
 test('revocation or an expired refresh token sends the user back to authorize; a refused consent is reported as such', async () => {
