@@ -4,12 +4,17 @@
  * authorized once (the link is in /v1/servers); a user's first call pauses the turn with an
  * `authorization_required` event; the worker is SIGKILLed while the turn waits; the user consents in
  * "the browser" (fetch, consent page included), the API's callback resumes the turn, and the call
- * runs for that user exactly once. The next turn needs nothing. No token reaches the history.
+ * runs for that user exactly once. The next turn needs nothing, and one after the access token expired
+ * refreshes it. No token reaches the history, and no token, code or PKCE verifier the flows used
+ * reaches the worker's or the API's log.
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { startProtectedServer, type ProtectedServer } from '../../examples/servers/protected-server';
+import type { ManagedProcess } from '../../src/cli/processes';
+import { oauthKeys, type PendingAuthorization, SealedFileOAuthStore } from '../../src/security/oauth-store';
 import { getJson, postMessage, readSse, waitFor } from '../helpers/http';
 import { EXAMPLE_RULES, startSystem, type TestSystem } from '../helpers/system';
 
@@ -17,9 +22,23 @@ const SEAL_KEY = 'oauth-e2e-seal-key-0123456789abcdef-xyz';
 
 let sys: TestSystem;
 let remote: ProtectedServer;
+/** Every worker of the run, the SIGKILLed one too: their logs are scanned for secrets at the end. */
+const workers: ManagedProcess[] = [];
+/** The real secrets of the flows below: tokens as issued, codes as redirected, verifiers as stored. */
+const secrets = { tokens: new Set<string>(), codes: new Set<string>(), verifiers: new Set<string>() };
 
 beforeAll(async () => {
   remote = await startProtectedServer();
+  // Tokens as the authorization server issues them (a refresh token is gone from its maps once used).
+  const auth = remote.auth;
+  const keep = (tokens: { access_token: string; refresh_token?: string }) => {
+    for (const token of [tokens.access_token, tokens.refresh_token]) if (token) secrets.tokens.add(token);
+    return tokens;
+  };
+  const exchangeCode = auth.exchangeAuthorizationCode.bind(auth);
+  const exchangeRefresh = auth.exchangeRefreshToken.bind(auth);
+  auth.exchangeAuthorizationCode = async (...args) => keep(await exchangeCode(...args));
+  auth.exchangeRefreshToken = async (...args) => keep(await exchangeRefresh(...args));
   const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
   const rules: DemoRules = {
     ...base,
@@ -40,8 +59,12 @@ beforeAll(async () => {
   sys = await startSystem({
     rules,
     tokenSealKey: SEAL_KEY,
+    // Everything either process logs, at its most talkative, is scanned for secrets at the end.
+    workerEnv: { LOG_LEVEL: 'debug' },
+    captureApiLog: true,
     extraServers: { private: { url: remote.mcpUrl, transport: 'streamable-http', auth: { type: 'oauth' } } },
   });
+  workers.push(sys.worker);
 }, 120_000);
 
 afterAll(async () => {
@@ -51,12 +74,18 @@ afterAll(async () => {
 
 /** The user's browser: the consent page, the answer, the redirect to the host's callback page. */
 async function consent(authorizationUrl: string, user: string): Promise<string> {
+  // The PKCE verifier, as the worker stored it for this authorization (sealed, in the shared store).
+  const state = new URL(authorizationUrl).searchParams.get('state') ?? '';
+  const pending = await new SealedFileOAuthStore(path.join(sys.dir, 'oauth'), SEAL_KEY).get<PendingAuthorization>(oauthKeys.pending(state));
+  if (!pending?.codeVerifier) throw new Error(`no pending authorization for state ${state}`);
+  secrets.verifiers.add(pending.codeVerifier);
   const page = await (await fetch(authorizationUrl)).text();
   const request = /data-request="([^"]+)"/.exec(page)?.[1];
   if (!request) throw new Error(`no consent form in: ${page.slice(0, 200)}`);
   const answer = await fetch(`${remote.url}/consent?request=${request}&user=${user}&allow=1`, { redirect: 'manual' });
   const callback = answer.headers.get('location');
   if (!callback?.startsWith(`${sys.apiUrl}/v1/oauth/callback?`)) throw new Error(`unexpected redirect: ${String(callback)}`);
+  secrets.codes.add(new URL(callback).searchParams.get('code') ?? '');
   const back = await fetch(callback);
   expect(back.status).toBe(200);
   return await back.text();
@@ -87,6 +116,7 @@ test("a user's first call waits for their consent across a worker SIGKILL, then 
 
   await sys.worker.kill();
   sys.worker = await sys.startWorker();
+  workers.push(sys.worker);
   expect(await consent(url, 'ada')).toContain('Authorized');
 
   const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 90_000 });
@@ -105,4 +135,31 @@ test("a user's first call waits for their consent across a worker SIGKILL, then 
   const history = historyToJSON(await sys.client.workflow.getHandle(post.body.turnId).fetchHistory());
   for (const token of [...remote.auth.access.keys(), ...remote.auth.refresh.keys()]) expect(history).not.toContain(token);
   expect(history).not.toMatch(/[?&]code=/);
+});
+
+test("no token, authorization code or PKCE verifier of these flows is in the worker's or the API's log", async () => {
+  // One more turn after the access tokens expired: a refresh, with its tokens, is logged about too.
+  remote.auth.expireAccess();
+  const refreshesBefore = remote.auth.refreshCount;
+  const post = await postMessage(sys.apiUrl, 'oauth', 'my private notes');
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 60_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  expect(remote.auth.refreshCount).toBeGreaterThan(refreshesBefore);
+
+  // The listing's and the user's authorizations, each with its code, and the tokens of both plus a refresh.
+  expect(secrets.verifiers.size).toBe(2);
+  expect([...secrets.codes].filter(Boolean)).toHaveLength(2);
+  expect(secrets.tokens.size).toBeGreaterThanOrEqual(6);
+  const clientSecrets = [...remote.auth.clients.values()].flatMap((c) => (c.client_secret ? [c.client_secret] : []));
+  const logs = { api: sys.apiLog(), ...Object.fromEntries(workers.map((w, i) => [`worker ${i + 1}`, w.output()])) };
+  // The logs are there and whole: both workers', the callback requests, nothing cut off.
+  expect(workers).toHaveLength(2);
+  expect(logs.api).toContain('/v1/oauth/callback');
+  for (const w of workers) expect(w.output().length).toBeLessThan(200_000);
+  for (const [name, log] of Object.entries(logs)) {
+    expect(log.length).toBeGreaterThan(0);
+    for (const secret of [...secrets.tokens, ...secrets.codes, ...secrets.verifiers, ...clientSecrets]) {
+      if (log.includes(secret)) throw new Error(`the ${name} log contains a secret of the OAuth flow: ${secret.slice(0, 6)}…`);
+    }
+  }
 });
