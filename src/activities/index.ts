@@ -3,7 +3,8 @@ import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
 import { retryNotice } from './retry-notice';
-import { isMcpFailure } from '../mcp/failures';
+import { isMcpFailure, McpTransientError } from '../mcp/failures';
+import { repeatSafety } from '../mcp/repeat-safety';
 import type { LlmOutcome, ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
@@ -310,9 +311,26 @@ export function createActivities(deps: ActivityDeps) {
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
       // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
       const elicitation = new ElicitationSession(input.elicitations);
-      const previous = ctx.info.heartbeatDetails as { task?: ToolTaskRef } | undefined;
+      const previous = ctx.info.heartbeatDetails as { task?: ToolTaskRef; sent?: boolean } | undefined;
       const resumeTask = previous?.task && typeof previous.task.taskId === 'string' ? previous.task : undefined;
-      let details: { task?: ToolTaskRef; progress?: unknown } = resumeTask ? { task: resumeTask } : {};
+      let details: { task?: ToolTaskRef; progress?: unknown; sent?: boolean } = resumeTask ? { task: resumeTask, sent: true } : {};
+      // Sent again only when that cannot apply it twice (src/mcp/repeat-safety.ts), or when it
+      // provably never reached the server; otherwise the model and the user hear "outcome unknown".
+      const safety = repeatSafety(deps.hub.serverConfig?.(input.server), entry);
+      const outcomeUnknown = (what: string) => {
+        observe('transient_error', 'outcome_unknown');
+        return ApplicationFailure.create({
+          type: Failure.McpOutcomeUnknown,
+          nonRetryable: true,
+          message:
+            `outcome unknown: ${what}, so ${input.server}/${input.tool} may or may not have taken effect. ` +
+            `It was not sent again: ${safety.because}. Check its effect before trying again.`,
+        });
+      };
+      // An earlier attempt sent the request and its worker stopped before the answer came back.
+      if (previous?.sent && !resumeTask && !safety.repeatable) {
+        throw outcomeUnknown(`attempt ${ctx.info.attempt - 1} sent the request and stopped (its worker ended) before an answer came back`);
+      }
       // The server's requests for the host's model: within the allowance, each one audited.
       const sampling = new SamplingSession(deps.llm, input.sampling, input.turnId, async (result) => {
         if (!auditBase) return;
@@ -351,6 +369,11 @@ export function createActivities(deps: ActivityDeps) {
             ...(resumeTask ? { resumeTask } : {}),
             onTask: (task) => {
               details = { ...details, task };
+              beat(details);
+            },
+            // The first heartbeat of an attempt leaves at once: a later attempt learns the request went out.
+            onSend: () => {
+              details = { ...details, sent: true };
               beat(details);
             },
             onProgress: (p) => {
@@ -404,6 +427,9 @@ export function createActivities(deps: ActivityDeps) {
           if (isMcpFailure(err, 'permanent')) {
             observe('permanent_error', 'permanent');
             throw ApplicationFailure.nonRetryable(message, Failure.McpPermanentError);
+          }
+          if (err instanceof McpTransientError && err.requestSent && !safety.repeatable) {
+            throw outcomeUnknown(`the request was sent and the answer was lost (${err.reason})`);
           }
           observe('transient_error', 'transient');
           throw ApplicationFailure.retryable(message, Failure.McpTransientError);

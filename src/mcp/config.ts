@@ -39,6 +39,13 @@ type McpServerConfigBase = {
    * announced with `roots/list_changed` when a reload changes them). Absent: none, never the whole disk.
    */
   roots?: McpRoot[];
+  /**
+   * The server applies a tools/call at most once per idempotency key (`_meta`), so any of its calls
+   * may be sent again after a lost answer. Default false: a third-party server is not assumed to.
+   */
+  honoursIdempotencyKey?: boolean;
+  /** Tools (names, or prefixes ending in `*`) the user vouches are free of side effects, whatever their annotations say. */
+  readOnlyTools?: string[];
 };
 
 export type McpRoot = { uri: string; name: string };
@@ -111,6 +118,8 @@ const commonFields = {
   description: z.string().optional(),
   /** Directories (relative to the config file) or `file://` URIs the server may use. */
   roots: z.array(z.string().min(1)).max(64).optional(),
+  honoursIdempotencyKey: z.boolean().optional(),
+  readOnlyTools: z.array(z.string().regex(/^[a-zA-Z0-9_.\/-]+\*?$/, 'a tool name, or a prefix ending in *')).max(1024).optional(),
 };
 
 const StdioEntrySchema = z.object({
@@ -354,6 +363,8 @@ export function parseMcpConfig(
       disabled,
       timeouts: resolveTimeouts(data.timeouts),
       ...(roots.length > 0 ? { roots } : {}),
+      ...(data.honoursIdempotencyKey ? { honoursIdempotencyKey: true } : {}),
+      ...(data.readOnlyTools?.length ? { readOnlyTools: data.readOnlyTools } : {}),
       ...(data.description !== undefined ? { description: data.description } : {}),
     };
 

@@ -40,9 +40,27 @@ export abstract class McpFailure extends Error {
 
 /** Retrying may help (connection lost, timeout, server not reachable, circuit open). */
 export class McpTransientError extends McpFailure {
-  constructor(server: string, reason: string) {
+  constructor(
+    server: string,
+    reason: string,
+    /**
+     * The request was written to the server (or may have been) before the failure: it may have taken
+     * effect. False only when it provably never left (no connection, circuit open, connection refused).
+     */
+    readonly requestSent = false,
+  ) {
     super('transient', server, reason, `MCP server "${server}": ${reason}`);
   }
+}
+
+/** A connection refused (ECONNREFUSED) anywhere in the cause chain: nothing reached the server. */
+export function isConnectionRefused(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && current && typeof current === 'object'; depth++) {
+    if ((current as { code?: unknown }).code === 'ECONNREFUSED') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** Retrying cannot help (unknown or disabled server, a request the server refuses outright). */

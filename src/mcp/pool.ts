@@ -41,6 +41,7 @@ import {
   McpTransientError,
   classifyRequestError,
   describeCause,
+  isConnectionRefused,
   isMissingOptionalStream,
   safeReason,
 } from './failures';
@@ -236,6 +237,11 @@ export class McpServerHub implements McpHub, McpContextSource {
     return buildCatalog(await Promise.all([...this.slots.values()].map((slot) => this.inspect(slot))));
   }
 
+  /** The server's configuration as loaded (for decisions such as whether its calls may be repeated). */
+  serverConfig(server: string): McpServerConfig | undefined {
+    return this.slots.get(server)?.cfg;
+  }
+
   async status(): Promise<ServerStatus[]> {
     const listings = await Promise.all([...this.slots.values()].map((slot) => this.inspect(slot)));
     return listings.map((l) => l.status);
@@ -310,7 +316,11 @@ export class McpServerHub implements McpHub, McpContextSource {
     // The listing is cached per connection; without one, the tool is called plainly.
     const listed = await this.listTools(slot, conn).catch((): Tool[] => []);
     const taskSupport = listed.find((t) => t.name === req.tool)?.execution?.taskSupport;
-    if (taskSupport !== 'required' && taskSupport !== 'optional') return await conn.client.callTool(params, CallToolResultSchema, options);
+    if (taskSupport !== 'required' && taskSupport !== 'optional') {
+      req.onSend?.();
+      return await conn.client.callTool(params, CallToolResultSchema, options);
+    }
+    // A task's creation is reported instead (`onTask`): what a later attempt needs is the task to rejoin.
     return await this.callAsTask(conn, params, options, req);
   }
 
@@ -786,7 +796,9 @@ export class McpServerHub implements McpHub, McpContextSource {
       if (verdict.kind === 'refused') throw new RefusedError(verdict.reason);
       if (verdict.connection === 'probe') this.probe(slot, conn);
       if (verdict.connection === 'retire') this.retire(slot, conn, verdict.reason);
-      throw new McpTransientError(slot.cfg.name, verdict.reason);
+      // The connection was there and the request was handed to it: unless the server provably
+      // refused the connection, it may have received (and applied) it.
+      throw new McpTransientError(slot.cfg.name, verdict.reason, !isConnectionRefused(error));
     } finally {
       conn.inflight -= 1;
       if (!conn.alive && conn.inflight === 0 && slot.conn !== conn) void this.closeConnection(conn, false);

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
+import type { McpServerConfig } from './config';
 import type { McpContextSource } from './context-source';
 import { isMcpFailure, McpTransientError } from './failures';
 import type { CallToolRequest, McpHub } from './types';
@@ -154,6 +155,10 @@ export class ResilientHub implements McpHub, McpContextSource {
       circuit,
       error: `circuit open after ${circuit.consecutiveFailures} consecutive failures; next attempt after ${circuit.retryAt}`,
     };
+  }
+
+  serverConfig(server: string): McpServerConfig | undefined {
+    return this.inner.serverConfig?.(server);
   }
 
   async callTool(req: CallToolRequest): Promise<ToolOutcome> {

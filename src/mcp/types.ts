@@ -1,3 +1,4 @@
+import type { McpServerConfig } from './config';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
 
 export interface CallToolRequest {
@@ -19,6 +20,13 @@ export interface CallToolRequest {
   onTask?: (task: ToolTaskRef) => void;
   /** A task an earlier attempt started: wait for its result instead of calling the tool again. */
   resumeTask?: ToolTaskRef;
+  /**
+   * Called just before a plain tools/call request leaves (the connection is up): from here on the
+   * server may apply it. The activity records that in its heartbeat details for the next attempt to
+   * see. Task-augmented calls report `onTask` instead (the first heartbeat of an attempt leaves at
+   * once, later ones are throttled: the task id must be that first one).
+   */
+  onSend?: () => void;
 }
 
 /** An MCP task of a tool call, and the Streamable HTTP session it lives in (tasks are per session). */
@@ -41,6 +49,8 @@ export interface McpHub {
    * or with `McpPermanentError` for errors that retrying cannot fix.
    */
   callTool(req: CallToolRequest): Promise<ToolOutcome>;
+  /** The server's configuration, where the hub has one (its retry profile: src/mcp/repeat-safety.ts). */
+  serverConfig?(server: string): McpServerConfig | undefined;
   /** Connection state of each configured server, without side effects beyond a lazy connect. */
   status(): Promise<ServerStatus[]>;
   close(): Promise<void>;

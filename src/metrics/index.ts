@@ -21,6 +21,7 @@ export type ToolErrorClass =
   | 'authorization_denied'
   | 'input_required'
   | 'transient'
+  | 'outcome_unknown'
   | 'permanent';
 export type ApprovalEnd = 'approved' | 'rejected' | 'timed_out' | 'cancelled';
 

@@ -15,6 +15,11 @@ export const Failure = {
   /** An MCP call failed in a way retrying cannot fix (protocol error, unknown tool). */
   McpPermanentError: 'McpPermanentError',
   /**
+   * A tools/call reached (or may have reached) the server and its answer was lost, and the call is
+   * not safe to send again (src/mcp/repeat-safety.ts): whether it took effect is unknown. Never retried.
+   */
+  McpOutcomeUnknown: 'McpOutcomeUnknown',
+  /**
    * The user must authorize the host with an MCP server (OAuth) before the call can run; the
    * failure's first detail is `{ server, authorizationUrl }`. Never retried: the turn waits instead.
    */

@@ -305,6 +305,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
           if (await authorizations.wait(p, step, needed, seen)) continue;
           return { isError: true, text: `The user did not authorize this host with ${needed.server} in time; the call was not made.` };
         }
+        // The request may have been applied and the call is not safe to repeat: nobody retried it, and
+        // the user is told as well as the model, since only they can check what happened.
+        if (failureTypeOf(err) === Failure.McpOutcomeUnknown) {
+          const what = describeFailure(err);
+          emit('notice', { code: 'tool_outcome_unknown', toolCallId: p.call.id, server: p.tool.server, tool: p.tool.tool, message: `${p.tool.server}/${p.tool.tool}: ${what}` });
+          return { isError: true, text: `The ${p.tool.server} server's ${p.tool.tool}: ${what}` };
+        }
         // Retries are exhausted or the failure is permanent: the model hears about it and carries on.
         return { isError: true, text: `The ${p.tool.server} server could not run ${p.tool.tool}: ${describeFailure(err)}` };
       }

@@ -56,10 +56,11 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
       await startPayments();
       onStop(async () => payments?.stop());
       if (opts.paymentsDown) await payments?.stop();
-      const stdio = (name: string) => ({ command: process.execPath, args: [SCHOOL(name), '--stdio', '--data', dataFile], env });
+      // Every school server dedupes tools/call on the host's idempotency key (effectTool in common.ts).
+      const stdio = (name: string) => ({ command: process.execPath, args: [SCHOOL(name), '--stdio', '--data', dataFile], env, honoursIdempotencyKey: true });
       return {
         admin: stdio('admin'),
-        payments: { url: `http://127.0.0.1:${paymentsPort}/mcp`, timeouts: { connectMs: 2_000 } },
+        payments: { url: `http://127.0.0.1:${paymentsPort}/mcp`, timeouts: { connectMs: 2_000 }, honoursIdempotencyKey: true },
         comms: stdio('comms'),
         student: stdio('student'),
         teacher: stdio('teacher'),

@@ -165,8 +165,10 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
           mcpServers: opts.servers
             ? await opts.servers(dir, (fn) => cleanups.push(fn))
             : {
-                notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', notesFile] },
-                everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'] },
+                // As in examples/mcp.json: notes dedupes on the idempotency key; everything's sampling
+                // trigger only asks the model, so a lost answer may be asked for again.
+                notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', notesFile], honoursIdempotencyKey: true },
+                everything: { command: process.execPath, args: [EVERYTHING_SERVER, 'stdio'], readOnlyTools: ['trigger-sampling-request'] },
                 ...opts.extraServers,
               },
         },

@@ -405,6 +405,22 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect(fakes.calls(id, 'callTool')[1]?.elicitations).toEqual([{ mode: 'url', message: 'Open the payment page', url: 'https://pay.example/checkout', action: 'accept' }]);
   });
 
+  test('outcome unknown: the call is not retried; the model hears it and the user gets a notice', async () => {
+    const id = newTurnId('outcome-unknown');
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['n1', 'notes__add', { text: 'hi' }]) : say('I could not tell whether it was saved.')),
+      callTool: async () => {
+        throw ApplicationFailure.create({ type: Failure.McpOutcomeUnknown, nonRetryable: true, message: 'outcome unknown: the request was sent and the answer was lost' });
+      },
+    });
+    const handle = await startTurn(turnInput(id));
+    const state = await handle.result();
+    expect(fakes.calls(id, 'callTool')).toHaveLength(1);
+    expect(state.toolCalls).toMatchObject([{ id: 'n1', state: 'failed', isError: true }]);
+    expect(state.toolCalls[0]?.result).toContain('outcome unknown: the request was sent and the answer was lost');
+    expect(eventOf(state, 'notice').data).toMatchObject({ code: 'tool_outcome_unknown', toolCallId: 'n1', server: 'notes', tool: 'add' });
+  });
+
   test('step limit: a model that always wants another tool gets no tools after maxSteps and the turn ends with the limit message', async () => {
     const id = newTurnId('step-limit');
     fakes.script(id, {

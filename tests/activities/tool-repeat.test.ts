@@ -1,0 +1,140 @@
+/**
+ * Which tool calls may be sent again after a lost answer (src/mcp/repeat-safety.ts), on the real
+ * hub against a server that applies every call and ignores the idempotency key. The connection is cut
+ * after the server applied the call: a write that nothing vouches for is never retried ("outcome
+ * unknown", one application); a read-only tool, or the same tool on a server configured as honouring
+ * the key, stays retryable; a request that never reached the server stays retryable too.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import pino from 'pino';
+import { createActivities } from '../../src/activities';
+import type { LlmClient } from '../../src/llm/client';
+import { parseMcpConfig } from '../../src/mcp/config';
+import { McpServerHub } from '../../src/mcp/pool';
+import { Failure } from '../../src/shared/failures';
+import { createArgumentValidator } from '../../src/validation/json-schema';
+import { startApplyingServer, type ApplyingServer } from '../helpers/applying-server';
+
+let server: ApplyingServer;
+let hub: McpServerHub;
+let acts: ReturnType<typeof createActivities>;
+
+beforeAll(async () => {
+  server = await startApplyingServer();
+  const config = parseMcpConfig(
+    {
+      mcpServers: {
+        // Nothing vouches for `apply` here: the server is third-party, the tool annotated destructive.
+        applying: { url: server.url, timeouts: { callMs: 5_000 } },
+        // The same server, configured as deduplicating on the idempotency key.
+        dedupes: { url: server.url, honoursIdempotencyKey: true, timeouts: { callMs: 5_000 } },
+        // The same server, with `apply` vouched for as read-only by the config.
+        vouched: { url: server.url, readOnlyTools: ['app*'], timeouts: { callMs: 5_000 } },
+      },
+    },
+    {},
+    process.cwd(),
+  );
+  hub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
+  acts = createActivities({
+    hub,
+    llm: {} as LlmClient,
+    validator: createArgumentValidator(),
+    logger: pino({ level: 'silent' }),
+    secrets: [],
+    heartbeatEveryMs: 100,
+  });
+  await hub.catalog();
+});
+
+afterAll(async () => {
+  await hub?.close();
+  await server?.close();
+});
+
+const call = (srv: string, tool: string, key = `k-${Math.random()}`) => ({
+  turnId: 'turn-r-1',
+  server: srv,
+  tool,
+  llmName: `${srv}__${tool}`,
+  arguments: {},
+  idempotencyKey: key,
+});
+
+/** Runs the activity and returns its failure (it must fail). */
+async function failure(env: MockActivityEnvironment, input: ReturnType<typeof call>, activities = acts): Promise<ApplicationFailure> {
+  const err = await env.run(activities.callTool, input).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+test('a write whose answer was cut after the server applied it: outcome unknown, never retried, applied once', async () => {
+  const env = new MockActivityEnvironment();
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  const before = server.applied();
+  server.cutNextAnswers(1);
+  const err = await failure(env, call('applying', 'apply'));
+  expect(err.type).toBe(Failure.McpOutcomeUnknown);
+  expect(err.nonRetryable).toBe(true);
+  expect(err.message).toMatch(/^outcome unknown: the request was sent and the answer was lost .*applying\/apply may or may not have taken effect\. It was not sent again: the tool is not known to be read-only or idempotent/);
+  expect(server.applied()).toBe(before + 1);
+  // The attempt told Temporal, before sending, that the request was going out.
+  expect(beats).toContainEqual(expect.objectContaining({ sent: true }));
+});
+
+test('a later attempt after a worker died with the request sent does not send it again', async () => {
+  const before = server.applied();
+  const env = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { sent: true } });
+  const err = await failure(env, call('applying', 'apply'));
+  expect(err.type).toBe(Failure.McpOutcomeUnknown);
+  expect(err.message).toContain('attempt 1 sent the request and stopped');
+  expect(server.applied()).toBe(before);
+});
+
+test('a later attempt whose predecessor never sent the request calls the tool', async () => {
+  const before = server.applied();
+  const out = (await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: undefined }).run(acts.callTool, call('applying', 'apply'))) as { isError: boolean };
+  expect(out.isError).toBe(false);
+  expect(server.applied()).toBe(before + 1);
+});
+
+test.each([
+  ['a read-only tool', 'applying', 'read'],
+  ['a write on a server that honours the idempotency key', 'dedupes', 'apply'],
+  ['a write the config vouches for as read-only', 'vouched', 'apply'],
+])('%s whose answer was cut stays retryable', async (_name, srv, tool) => {
+  server.cutNextAnswers(1);
+  const err = await failure(new MockActivityEnvironment(), call(srv, tool));
+  expect(err.type).toBe(Failure.McpTransientError);
+  expect(err.nonRetryable).toBe(false);
+});
+
+test('a request that provably never reached the server (connection refused) stays retryable', async () => {
+  const doomed = await startApplyingServer();
+  const config = parseMcpConfig({ mcpServers: { doomed: { url: doomed.url } } }, {}, process.cwd());
+  const doomedHub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
+  try {
+    await doomedHub.catalog(); // connected and listed: the tool is known
+    await doomed.close(); // now every request is refused at connect time
+    // Let the client see its idle keep-alive socket close: a request written to a socket the peer is
+    // closing may have arrived, and is rightly counted as sent.
+    await new Promise((r) => setTimeout(r, 200));
+    const err = await doomedHub.callTool({ server: 'doomed', tool: 'apply', arguments: {} }).then(
+      () => undefined,
+      (e: unknown) => e as { requestSent?: boolean; name?: string },
+    );
+    expect(err?.name).toBe(Failure.McpTransientError);
+    expect(err?.requestSent).toBe(false);
+    const doomedActs = createActivities({ hub: doomedHub, llm: {} as LlmClient, validator: createArgumentValidator(), logger: pino({ level: 'silent' }), secrets: [], heartbeatEveryMs: 100 });
+    const viaActivity = await failure(new MockActivityEnvironment(), { ...call('doomed', 'apply') }, doomedActs);
+    expect(viaActivity.nonRetryable).toBe(false);
+    expect(viaActivity.type).not.toBe(Failure.McpOutcomeUnknown);
+  } finally {
+    await doomedHub.close();
+  }
+});
