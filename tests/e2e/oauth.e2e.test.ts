@@ -31,7 +31,7 @@ beforeAll(async () => {
   remote = await startProtectedServer();
   // Tokens as the authorization server issues them (a refresh token is gone from its maps once used).
   const auth = remote.auth;
-  const keep = (tokens: { access_token: string; refresh_token?: string }) => {
+  const keep = <T extends { access_token: string; refresh_token?: string }>(tokens: T): T => {
     for (const token of [tokens.access_token, tokens.refresh_token]) if (token) secrets.tokens.add(token);
     return tokens;
   };
