@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import type { ApprovalWaitEnd, MetricsSinks, TurnAccounting, TurnOutcome } from './workflows/definitions';
+import type { ApprovalWaitEnd, MetricsSinks, TurnAccounting, TurnEventSinks, TurnOutcome } from './workflows/definitions';
+import type { PushedTurn, TurnEvent } from './shared/turn';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
@@ -188,7 +189,16 @@ async function main(): Promise<void> {
             callDuringReplay: false,
           },
         },
-      } satisfies InjectedSinks<MetricsSinks>,
+        // Each durable event to the API beside the live text, so its streams need no query. Runs after
+        // the activation, possibly before the task is persisted: a retried task pushes the same ids
+        // again and the API keeps the first copy (docs/decisions/0015-durable-events-pushed.md).
+        turnEvents: {
+          emitted: {
+            fn: (info: WorkflowInfo, event: TurnEvent, turn: PushedTurn) => live.event(info.workflowId, event, turn),
+            callDuringReplay: false,
+          },
+        },
+      } satisfies InjectedSinks<MetricsSinks & TurnEventSinks>,
       activities: createActivities({
         audit,
         hub,

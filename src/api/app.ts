@@ -5,6 +5,7 @@ import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import type { LiveChunk } from '../live/chunk';
 import type { LiveTextHub } from '../live/hub';
+import type { PushedTurn } from '../shared/turn';
 import { type Logger, withSafeRequestLog } from '../logger';
 import { frameworkErrorCode, HttpError } from './errors';
 import type { TurnGateway } from './gateway';
@@ -165,6 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.limiters ? { limiters: deps.limiters } : {}),
     workerReports,
     ...(deps.usage ? { usage: deps.usage } : {}),
+    ...(deps.live ? { onSubmitted: (turnId: string, turn: PushedTurn) => deps.live?.hub.events.expect(turnId, turn) } : {}),
   });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });

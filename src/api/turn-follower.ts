@@ -3,7 +3,7 @@
  * async iterable. SSE writes it; the WebSocket fans it out. This is the one place that decides their order.
  *
  * Durable events come from two places. The workflow's sink pushes a copy of each one through the live
- * channel into the hub (docs/decisions/0014-durable-events-pushed.md); the follower delivers those in
+ * channel into the hub (docs/decisions/0015-durable-events-pushed.md); the follower delivers those in
  * id order without asking Temporal. It reads the turn from the gateway (a workflow query) only when the
  * pushes cannot be trusted to be complete: before the hub has shown any event of the turn (another
  * replica's worker, a restarted API, no live channel), when the ids it holds have a hole (a lost push,
@@ -111,7 +111,8 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   const takePushed = (events: readonly TurnEvent[], lastKnown: number): void => {
     for (const e of events) if (e.id > lastId && !pushed.has(e.id)) pushed.set(e.id, e);
     knownId = Math.max(knownId, lastKnown);
-    pushing = true;
+    // A turn the API only expects (just submitted, nothing pushed yet) is not proof the pushes flow.
+    if (knownId > 0) pushing = true;
   };
   /** A pushed event is next in line. */
   const pushReady = (): boolean => accepted && pushed.has(lastId + 1);

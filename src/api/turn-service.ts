@@ -12,7 +12,7 @@ import { canApprove, filterCatalog } from '../core/policy';
 import type { Policy } from '../shared/policy';
 import type { UserContext } from '../shared/user';
 import { turnId as makeTurnId } from '../shared/ids';
-import { TERMINAL_STATUSES, type DirectToolCall, type TurnState } from '../shared/turn';
+import { TERMINAL_STATUSES, type DirectToolCall, type PushedTurn, type TurnState } from '../shared/turn';
 import type { ApprovalsInbox, DecidableApproval, Health, InputBody, PendingApprovalView, SessionMessages, TurnView, WaitingView } from './contract';
 import { createArgumentValidator } from '../validation/json-schema';
 import { HttpError, notFound } from './errors';
@@ -33,6 +33,8 @@ export interface TurnServiceOptions {
   limiters?: RateLimiters;
   /** Metrics (absent: nothing counted). */
   observer?: ApiObserver;
+  /** A new turn was started for its owner (the live hub expects its pushed events: see src/live/turn-events.ts). */
+  onSubmitted?: (turnId: string, turn: PushedTurn) => void;
   /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */
   workerReports: WorkerReports;
   /** Token usage per turn (src/usage): daily budgets and the usage report. Absent: neither. */
@@ -161,7 +163,10 @@ export function createTurnService(opts: TurnServiceOptions) {
     if (outcome.kind === 'busy') {
       throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
     }
-    if (outcome.created) opts.observer?.turnSubmitted(s.directCall ? 'tool_call' : 'message');
+    if (outcome.created) {
+      opts.observer?.turnSubmitted(s.directCall ? 'tool_call' : 'message');
+      opts.onSubmitted?.(turnId, { sessionId: s.sessionId, owner: { id: user.id, tenant: user.tenant } });
+    }
     return { turnId, position: outcome.position, created: outcome.created };
   };
 

@@ -30,6 +30,8 @@ export interface TurnRecord {
 export function createTurnRecord(
   init: { turnId: string; sessionId: string; owner?: { id: string; tenant: string } },
   now: () => string,
+  /** Told of each event as it is emitted (the workflow hands it to a sink that pushes it to the API). */
+  onEmit?: (event: TurnEvent) => void,
 ): TurnRecord {
   const state: TurnState = {
     turnId: init.turnId,
@@ -43,6 +45,7 @@ export function createTurnRecord(
   const emit = (type: TurnEventType, data: Record<string, unknown>): void => {
     const event: TurnEvent = { id: state.events.length + 1, type, at: now(), data };
     state.events.push(event);
+    onEmit?.(event);
   };
   return {
     state,

@@ -8,10 +8,10 @@
  * The same channel carries copies of the turn's durable events (kind `event`, from the workflow's
  * sink), so the API can stream them without querying the workflow; an event too large to carry
  * travels as a `poll` hint (its id in `offset`). Event ids are dense per turn: a receiver sees a lost
- * one as a gap and reads the turn from Temporal instead (docs/decisions/0014-durable-events-pushed.md).
+ * one as a gap and reads the turn from Temporal instead (docs/decisions/0015-durable-events-pushed.md).
  */
 import { z } from 'zod';
-import { TURN_EVENT_TYPES } from '../shared/turn';
+import { type PushedTurn, TURN_EVENT_TYPES } from '../shared/turn';
 
 /** Longest turn id accepted (turn ids reach ~110 characters). */
 export const MAX_TURN_ID_CHARS = 200;
@@ -19,6 +19,8 @@ export const MAX_TURN_ID_CHARS = 200;
 export const MAX_CHUNK_TEXT_CHARS = 64 * 1024;
 /** Longest message of a notice chunk. */
 export const MAX_NOTICE_CHARS = 1_000;
+/** Largest event an `event` chunk carries, in JSON characters; a larger one travels as a `poll` hint. */
+export const MAX_EVENT_CHARS = 64 * 1024;
 /** Most chunks in one batch. */
 export const MAX_BATCH_CHUNKS = 1000;
 
@@ -31,7 +33,7 @@ export const PushedEventSchema = z.object({
 });
 
 /** Whose turn an event belongs to, so the API can serve a stream's first read without asking Temporal. */
-export const PushedTurnSchema = z.object({
+export const PushedTurnSchema: z.ZodType<PushedTurn> = z.object({
   sessionId: z.string().min(1).max(MAX_TURN_ID_CHARS),
   owner: z.object({ id: z.string().min(1).max(MAX_TURN_ID_CHARS), tenant: z.string().min(1).max(MAX_TURN_ID_CHARS) }).optional(),
 });

@@ -41,7 +41,7 @@ export interface LiveTextHub {
    */
   lastNotice(turnId: string): LiveChunk | undefined;
   /** The turn's pushed durable events (see ./turn-events.ts); read them in the block that subscribes, like snapshot(). */
-  events: Pick<TurnEventStore, 'read' | 'streamView'>;
+  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect'>;
   /** Turns with a buffer. */
   size(): number;
   /** Listeners subscribed across all turns (open streams following live text). */
@@ -249,7 +249,15 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       return n.chunk;
     },
 
-    events: { read: (turnId, afterId) => store.read(turnId, afterId), streamView: (turnId, afterId) => store.streamView(turnId, afterId) },
+    events: {
+      read: (turnId, afterId) => store.read(turnId, afterId),
+      streamView: (turnId, afterId) => store.streamView(turnId, afterId),
+      expect(turnId, turn) {
+        if (closed) return;
+        store.expect(turnId, turn);
+        ensureSweeper();
+      },
+    },
 
     size: () => turns.size,
 

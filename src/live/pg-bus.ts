@@ -4,7 +4,8 @@
  * its own hub. Any replica can then serve any turn's stream.
  *
  * Limits (docs/decisions/0009-shared-state-on-postgres.md): a NOTIFY payload is at most 8000 bytes, so
- * batches are cut to fit and an oversized delta is split at offsets; a replica publishes one batch at a
+ * batches are cut to fit, an oversized delta is split at offsets and an oversized durable event is
+ * sent as a `poll` hint (streams read it from Temporal); a replica publishes one batch at a
  * time, in the order the worker pushed them, and `publish` resolves only once PostgreSQL took it, which
  * the ingest route waits for before answering (so order holds across replicas too); delivery is at
  * most once. While a replica's listening connection is down it misses chunks: its streams show a gap
@@ -45,23 +46,26 @@ export interface LiveBus {
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 const encode = (chunks: readonly LiveChunk[]): string => JSON.stringify({ chunks });
 
-/** A delta too large for one payload, as consecutive deltas (split on code points, offsets in UTF-16 units). */
-function splitDelta(c: LiveChunk): LiveChunk[] {
-  if (c.kind !== 'delta' || bytes(encode([c])) <= MAX_PAYLOAD_BYTES) return [c];
+/**
+ * A chunk as pieces that each fit one payload: a delta too large is split into consecutive deltas (on
+ * code points, offsets in UTF-16 units); an event too large becomes a `poll` hint (its id), never split
+ * or lost, so every hub sees the hole and its streams read that event from Temporal.
+ */
+function fit(c: LiveChunk): LiveChunk[] {
+  if (bytes(encode([c])) <= MAX_PAYLOAD_BYTES) return [c];
+  if (c.kind === 'event' && c.event) return [{ turnId: c.turnId, step: c.step, attempt: c.attempt, kind: 'poll', offset: c.event.id, text: '' }];
+  if (c.kind !== 'delta') return [c];
   const points = Array.from(c.text);
   const half = Math.ceil(points.length / 2);
   const first = points.slice(0, half).join('');
-  return [
-    ...splitDelta({ ...c, text: first }),
-    ...splitDelta({ ...c, offset: c.offset + first.length, text: points.slice(half).join('') }),
-  ];
+  return [...fit({ ...c, text: first }), ...fit({ ...c, offset: c.offset + first.length, text: points.slice(half).join('') })];
 }
 
 /** The chunks as NOTIFY payloads, in order, each under MAX_PAYLOAD_BYTES. */
 export function toPayloads(chunks: readonly LiveChunk[]): string[] {
   const payloads: string[] = [];
   let batch: LiveChunk[] = [];
-  for (const piece of chunks.flatMap(splitDelta)) {
+  for (const piece of chunks.flatMap(fit)) {
     if (batch.length && bytes(encode([...batch, piece])) > MAX_PAYLOAD_BYTES) {
       payloads.push(encode(batch));
       batch = [];

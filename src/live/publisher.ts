@@ -1,6 +1,8 @@
 /**
  * The worker's end of the live-text side channel: the callLlm activity hands every text delta to a
  * publisher, which POSTs them in batches to the API process (see ./chunk.ts, and src/api/routes/live-ingest.ts for the receiving end).
+ * The turn workflow's sink hands it copies of durable events the same way, so one queue keeps a step's
+ * `calling_llm` event ahead of that step's text.
  *
  * At most one request is in flight. The first chunk leaves at once (next microtask, so a synchronous
  * burst still shares a request); whatever arrives meanwhile waits for that request to finish and goes
@@ -13,8 +15,10 @@
  * pauses sending briefly instead of hammering an API that is down.
  */
 import { scrubSecrets } from '../security/secrets';
+import type { PushedTurn, TurnEvent } from '../shared/turn';
 import {
   MAX_BATCH_CHUNKS,
+  MAX_EVENT_CHARS,
   MAX_CHUNK_TEXT_CHARS,
   MAX_NOTICE_CHARS,
   MAX_TURN_ID_CHARS,
@@ -40,6 +44,11 @@ export interface LivePublisher {
   end(turnId: string, step: number, attempt: number): void;
   /** This attempt failed and another follows: `message` (already free of secrets) tells watching clients why and when. */
   notice(turnId: string, step: number, attempt: number, message: string): void;
+  /**
+   * A durable event of the turn (from the workflow's sink), a copy for streams; one too large to carry
+   * (MAX_EVENT_CHARS of JSON) goes as a `poll` hint, so the API reads it from Temporal instead.
+   */
+  event(turnId: string, event: TurnEvent, turn: PushedTurn): void;
   /** A tool call's server reported progress; only the latest report of a call waits in the queue. */
   progress(turnId: string, toolCallId: string, report: { progress: number; total?: number; message?: string }): void;
   /** Resolves once everything queued before the call has been sent (or dropped). Never rejects. */
@@ -73,6 +82,8 @@ interface Pending {
   chunk: LiveChunk;
   key: string;
   seq: number;
+  /** JSON characters of an event chunk's event (counted against MAX_BATCH_TEXT_CHARS like text). */
+  eventChars?: number;
 }
 
 interface AttemptState {
@@ -134,14 +145,14 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
     });
   };
 
-  const enqueue = (chunk: LiveChunk, key: string): Pending | undefined => {
-    // reset and end are few and matter more than one delta: they get headroom.
+  const enqueue = (chunk: LiveChunk, key: string, eventChars?: number): Pending | undefined => {
+    // reset, end and events are few and matter more than one delta: they get headroom.
     const limit = chunk.kind === 'delta' ? maxBuffered : maxBuffered * 2;
     if (queue.length >= limit) {
       noteDrop(1, 'buffer full');
       return undefined;
     }
-    const pending = { chunk, key, seq: ++seq };
+    const pending: Pending = { chunk, key, seq: ++seq, ...(eventChars !== undefined ? { eventChars } : {}) };
     queue.push(pending);
     schedule();
     return pending;
@@ -168,7 +179,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
     let n = 0;
     let chars = 0;
     while (n < queue.length && n < MAX_BATCH_CHUNKS) {
-      const size = (queue[n] as Pending).chunk.text.length;
+      const size = (queue[n] as Pending).chunk.text.length + ((queue[n] as Pending).eventChars ?? 0);
       if (n > 0 && chars + size > MAX_BATCH_TEXT_CHARS) break;
       chars += size;
       n++;
@@ -301,6 +312,18 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       }
     },
 
+    event(turnId, event, turn) {
+      try {
+        if (closed || !validIds(turnId, 1, 1) || !Number.isInteger(event.id) || event.id < 1) return;
+        const chars = JSON.stringify(event).length;
+        const key = `${turnId}:event:${event.id}`;
+        if (chars > MAX_EVENT_CHARS) enqueue({ turnId, step: 1, attempt: 1, kind: 'poll', offset: event.id, text: '' }, key);
+        else enqueue({ turnId, step: 1, attempt: 1, kind: 'event', offset: 0, text: '', event, turn }, key, chars);
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
     progress(turnId, toolCallId, report) {
       try {
         if (closed || !validIds(turnId, 1, 1) || typeof toolCallId !== 'string' || toolCallId === '' || toolCallId.length > 200) return;
@@ -334,6 +357,7 @@ export function createNoopPublisher(): LivePublisher {
     delta() {},
     end() {},
     notice() {},
+    event() {},
     progress() {},
     async flush() {},
     async close() {},

@@ -8,7 +8,7 @@
  * ends. The first copy of an id wins: a workflow task that failed after its sink ran is retried and
  * emits the same events again, possibly with slightly later `at` timestamps.
  */
-import type { TurnEvent, TurnState, TurnStatus } from '../shared/turn';
+import type { PushedTurn, TurnEvent, TurnState, TurnStatus } from '../shared/turn';
 import type { LiveChunk } from './chunk';
 
 export interface TurnEventsRead {
@@ -22,6 +22,11 @@ export interface TurnEventStore {
   /** Takes an `event` or `poll` chunk; false when it tells nothing new (a repeat, or a turn already let go). */
   add(chunk: LiveChunk): boolean;
   read(turnId: string, afterId: number): TurnEventsRead | undefined;
+  /**
+   * The API just started this turn for its owner: a stream opened before the first push arrives starts
+   * from an empty view instead of a Temporal read. Changes nothing the pushes already said.
+   */
+  expect(turnId: string, turn: PushedTurn): void;
   /**
    * The turn as its events show it, for a stream's first read: owner, session, status (running or how
    * it ended), steps and the events after `afterId`; no tool calls or approvals. Only when every event
@@ -127,6 +132,16 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
         drop(oldest);
       }
       return true;
+    },
+
+    expect(turnId, turn) {
+      if (live(turnId)) return;
+      turns.set(turnId, { ...turn, events: new Map(), lastKnownId: 0, trimmed: false, chars: 0, touchedAt: opts.now() });
+      while (turns.size > opts.maxTurns) {
+        const oldest = turns.keys().next().value;
+        if (oldest === undefined) break;
+        drop(oldest);
+      }
     },
 
     read(turnId, afterId) {

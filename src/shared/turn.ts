@@ -225,6 +225,12 @@ export const TURN_EVENT_TYPES = [
 ] as const;
 export type TurnEventType = (typeof TURN_EVENT_TYPES)[number];
 
+/** Whose turn an event belongs to: sent with each pushed copy, so the API can check a stream's caller without Temporal. */
+export interface PushedTurn {
+  sessionId: string;
+  owner?: { id: string; tenant: string };
+}
+
 export interface TurnEvent {
   /** 1-based, dense, increasing within a turn: the SSE event id. */
   id: number;

@@ -5,7 +5,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { SessionView, SubmitMessageInput, SubmitMessageResult } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, ChatMessage, PendingApproval, ProvideInput, TurnState, TurnUsage } from '../shared/turn';
+import type { ApprovalInput, ApprovalResult, ChatMessage, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 
@@ -39,6 +39,17 @@ export interface MetricsSinks extends Sinks {
 
 /** How a wait for approval ends, as the metrics count it. */
 export type ApprovalWaitEnd = Exclude<PendingApproval['state'], 'pending'> | 'cancelled';
+
+/**
+ * Each durable event of a turn, as its record emits it, for the worker to push to the API over the
+ * live channel (docs/decisions/0015-durable-events-pushed.md). A sink: no command, no history event,
+ * not called on replay, so histories recorded before it replay unchanged.
+ */
+export interface TurnEventSinks extends Sinks {
+  turnEvents: {
+    emitted(event: TurnEvent, turn: PushedTurn): void;
+  };
+}
 
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';
 export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';

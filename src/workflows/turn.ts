@@ -25,7 +25,7 @@ import type { ChatMessage, ElicitationAnswer, LlmRequest, RetryProfile, Sampling
 import { handleApprovals } from './approvals';
 import { authorizationNeeded, handleAuthorizations } from './authorizations';
 import { handleInputs, inputAsked } from './inputs';
-import { beginTurnSignal, type MetricsSinks, type TurnOutcome, turnStateQuery } from './definitions';
+import { beginTurnSignal, type MetricsSinks, type TurnEventSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
 function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
   return {
@@ -75,9 +75,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   const user = input.user;
   const policy = input.policy;
 
+  const pushedTurn = { sessionId: input.sessionId, ...(user ? { owner: { id: user.id, tenant: user.tenant } } : {}) };
+  const { turnEvents } = proxySinks<TurnEventSinks>();
   const record = createTurnRecord(
-    { turnId: input.turnId, sessionId: input.sessionId, ...(user ? { owner: { id: user.id, tenant: user.tenant } } : {}) },
+    { turnId: input.turnId, ...pushedTurn },
     () => new Date().toISOString(),
+    // A copy of each event to the API, so streams need no query (a sink: no history, not on replay).
+    (event) => turnEvents.emitted(event, pushedTurn),
   );
   const { state, emit } = record;
   setHandler(turnStateQuery, (afterEventId?: number) => record.view(afterEventId));

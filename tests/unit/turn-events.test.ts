@@ -1,5 +1,6 @@
 import { LiveChunkSchema, type LiveChunk } from '../../src/live/chunk';
 import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
+import { MAX_PAYLOAD_BYTES, toPayloads } from '../../src/live/pg-bus';
 import type { TurnEvent } from '../../src/shared/turn';
 
 const T = 'turn-s-1';
@@ -76,4 +77,12 @@ test('the wire schema: an event chunk carries an event of a known type, a poll c
   expect(LiveChunkSchema.safeParse({ ...ev(1), event: { id: 1, type: 'nope', at: '', data: {} } }).success).toBe(false);
   expect(LiveChunkSchema.safeParse({ ...hint(1), offset: 0 }).success).toBe(false);
   expect(LiveChunkSchema.safeParse({ turnId: T, step: 1, attempt: 1, kind: 'delta', offset: 0, text: 'x', event: ev(1).event }).success).toBe(false);
+});
+
+test('on the PostgreSQL bus an event too large for one NOTIFY becomes a poll hint, never split or lost', () => {
+  const big = { ...ev(5, 'text'), event: { id: 5, type: 'text' as const, at: '', data: { text: 'é'.repeat(8_000) } } };
+  const payloads = toPayloads([ev(4), big, ev(6, 'done')]);
+  const chunks = payloads.flatMap((p) => (JSON.parse(p) as { chunks: LiveChunk[] }).chunks);
+  expect(chunks.map((c) => [c.kind, c.event?.id ?? c.offset])).toEqual([['event', 4], ['poll', 5], ['event', 6]]);
+  expect(payloads.every((p) => Buffer.byteLength(p) <= MAX_PAYLOAD_BYTES)).toBe(true);
 });
