@@ -54,7 +54,12 @@ test('after one turn with a tool call, the worker and the API report it', async 
   const events = await readSse(`${sys.apiUrl}${post.body.eventsUrl as string}`, { timeoutMs: 60_000 });
   expect(events.at(-1)?.event).toBe('done');
 
-  const worker = await (await fetch(workerMetrics)).text();
+  // `done` is pushed as the turn's last workflow task runs (docs/decisions/0015): the SDK counts the
+  // workflow completed once that task's completion has been reported, a moment later.
+  const worker = await waitFor(async () => {
+    const text = await (await fetch(workerMetrics)).text();
+    return sample(text, 'temporal_workflow_completed', { workflow_type: 'turnWorkflow' }) ? text : undefined;
+  }, 10_000);
   expect(sample(worker, 'dmh_tool_call_seconds_count', { server: 'everything', tool: 'echo', outcome: 'ok' })).toBe(1);
   expect(sample(worker, 'dmh_llm_call_seconds_count', { outcome: 'ok' })).toBe(2);
   expect(sample(worker, 'dmh_mcp_circuit_state', { server: 'everything' })).toBe(0);
