@@ -4,7 +4,7 @@ import type { LlmClient } from '../llm/client';
 import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
 import { retryNotice } from './retry-notice';
 import { isMcpFailure, McpTransientError } from '../mcp/failures';
-import { repeatSafety } from '../mcp/repeat-safety';
+import { isReadOnly, repeatSafety } from '../mcp/repeat-safety';
 import type { LlmOutcome, ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
@@ -19,7 +19,7 @@ import { Failure } from '../shared/failures';
 import { sessionOfTurn } from '../shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import { inClientSpan } from '../telemetry/tracing';
-import type { Catalog, CatalogRefs, ToolOutcome } from '../shared/tool-types';
+import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome } from '../shared/tool-types';
 import { toLlmTools } from '../core/host-loop';
 import type { ChatMessage, ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmResponse, LlmToolSpec, SamplingAllowance } from '../shared/turn';
 import type { Logger } from '../logger';
@@ -112,6 +112,8 @@ export function createActivities(deps: ActivityDeps) {
       if (details !== undefined) last = details;
       ctx.heartbeat(last);
     };
+    // A local activity has no heartbeats (nothing reads them): its work simply runs.
+    if (ctx.info.isLocal) return await work(() => undefined);
     // Beat well inside the activity's own heartbeat timeout, whatever the deployment configured.
     const timeoutMs = ctx.info.heartbeatTimeoutMs;
     const every = timeoutMs ? Math.max(100, Math.min(heartbeatEveryMs, Math.floor(timeoutMs / 3))) : heartbeatEveryMs;
@@ -135,7 +137,8 @@ export function createActivities(deps: ActivityDeps) {
     /** The catalog as a turn records it: names and servers only (see CatalogRefs). */
     async listToolRefs(): Promise<CatalogRefs> {
       const c = await catalog();
-      return { tools: c.tools.map((t) => ({ name: t.name, server: t.server, tool: t.tool })), servers: c.servers };
+      const readOnly = (t: CatalogTool) => isReadOnly(deps.hub.serverConfig?.(t.server), t);
+      return { tools: c.tools.map((t) => ({ name: t.name, server: t.server, tool: t.tool, ...(readOnly(t) ? { readOnly: true as const } : {}) })), servers: c.servers };
     },
 
     async gatherContext(spec: ContextSpec, user?: UserContext): Promise<GatheredContext> {

@@ -16,12 +16,18 @@ export interface RepeatSafety {
   because: string;
 }
 
-export function repeatSafety(server: Pick<McpServerConfig, 'honoursIdempotencyKey' | 'readOnlyTools'> | undefined, tool: Pick<CatalogTool, 'tool' | 'annotations'>): RepeatSafety {
+type ServerProfile = Pick<McpServerConfig, 'honoursIdempotencyKey' | 'readOnlyTools'> | undefined;
+type ToolProfile = Pick<CatalogTool, 'tool' | 'annotations'>;
+
+/** Read-only by the config's word or the tool's own annotation: it changes nothing, however often it runs. */
+export function isReadOnly(server: ServerProfile, tool: ToolProfile): boolean {
+  if (server?.readOnlyTools?.some((p) => (p.endsWith('*') ? tool.tool.startsWith(p.slice(0, -1)) : p === tool.tool))) return true;
+  return tool.annotations?.readOnlyHint === true;
+}
+
+export function repeatSafety(server: ServerProfile, tool: ToolProfile): RepeatSafety {
   if (server?.honoursIdempotencyKey) return { repeatable: true, because: 'the server honours the idempotency key' };
-  if (server?.readOnlyTools?.some((p) => (p.endsWith('*') ? tool.tool.startsWith(p.slice(0, -1)) : p === tool.tool))) {
-    return { repeatable: true, because: 'the config lists the tool as read-only' };
-  }
-  if (tool.annotations?.readOnlyHint === true) return { repeatable: true, because: 'the tool is annotated read-only' };
+  if (isReadOnly(server, tool)) return { repeatable: true, because: 'the tool is read-only (its annotation or the config)' };
   if (tool.annotations?.idempotentHint === true) return { repeatable: true, because: 'the tool is annotated idempotent' };
   return { repeatable: false, because: 'the tool is not known to be read-only or idempotent, and the server is not known to honour the idempotency key' };
 }

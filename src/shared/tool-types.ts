@@ -4,7 +4,14 @@
  * plain JSON and must never hold secrets.
  */
 /** What a turn needs of a tool to route and check a call: its names, not its schema. */
-export type ToolRef = Pick<CatalogTool, 'name' | 'server' | 'tool'>;
+export type ToolRef = Pick<CatalogTool, 'name' | 'server' | 'tool'> & {
+  /**
+   * Read-only (its annotation or the server's `readOnlyTools`): the turn calls it as a local activity,
+   * without a server round trip, since running it again can do no harm. Absent in turns recorded
+   * before, which call every tool as a regular activity.
+   */
+  readOnly?: true;
+};
 
 /**
  * The catalog as a turn records it (the local activity's result in history): tool references and the

@@ -66,6 +66,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     heartbeatTimeout: timeouts.toolHeartbeatMs,
     retry: retry(options.mcpRetry, NON_RETRYABLE.mcp),
   });
+  // Read-only tools (the worker marks them in the catalog it hands the turn) run as local activities:
+  // no activity task through the server, one workflow task less per step; running one again can do no
+  // harm. Turns whose recorded catalog has no marks call every tool as above, so they replay as before.
+  const readOnlyTools = proxyLocalActivities<Activities>({
+    startToCloseTimeout: timeouts.toolStartToCloseMs,
+    retry: retry(options.mcpRetry, NON_RETRYABLE.mcp),
+  });
 
   // Audit appends must not be lost, but they are cheap and idempotent enough to retry freely.
   const audit = proxyActivities<Activities>({
@@ -287,7 +294,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     for (;;) {
       const seen = authorizations.seen(p.tool.server);
       try {
-        const outcome = await tools.callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
+        const outcome = await (p.tool.readOnly ? readOnlyTools : tools).callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
           answers.length > 0 ? { ...request, elicitations: [...answers] } : request,
         ]);
         if (samplingLeft !== undefined && outcome.samplingTokens) samplingLeft -= outcome.samplingTokens;

@@ -214,19 +214,29 @@ async function captureDirect(): Promise<void> {
   }
 }
 
-/** Turns that record tool references (the catalog by name; LLM steps offer names): a tool turn and a direct call. */
-async function captureRefs(): Promise<void> {
+/** A "remember that" turn (a notes write and everything's echo) and a direct call of the echo, saved under `names`. */
+async function captureTurnAndDirectEcho(names: { turn: string; direct: string }, text: string, message: string): Promise<void> {
   const sys = await startSystem();
   try {
-    const { body } = await postMessage(sys.apiUrl, 'replay', 'remember that names are enough');
+    const { body } = await postMessage(sys.apiUrl, 'replay', text);
     await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
-    await save(sys, 'turn-refs-two-servers', body.turnId);
-    const direct = await postJson(`${sys.apiUrl}/v1/sessions/replay/tool-calls`, { server: 'everything', tool: 'echo', arguments: { message: 'by reference' } });
+    await save(sys, names.turn, body.turnId);
+    const direct = await postJson(`${sys.apiUrl}/v1/sessions/replay/tool-calls`, { server: 'everything', tool: 'echo', arguments: { message } });
     await readSse(`${sys.apiUrl}${direct.body.eventsUrl as string}`, { timeoutMs: 60_000 });
-    await save(sys, 'turn-refs-direct-tool-call', direct.body.turnId);
+    await save(sys, names.direct, direct.body.turnId);
   } finally {
     await sys.stop();
   }
+}
+
+/** Turns since tool references: the catalog and LLM steps by name. */
+async function captureRefs(): Promise<void> {
+  await captureTurnAndDirectEcho({ turn: 'turn-refs-two-servers', direct: 'turn-refs-direct-tool-call' }, 'remember that names are enough', 'by reference');
+}
+
+/** Since read-only marks in the catalog: everything's echo runs as a local activity, the notes write as a regular one. */
+async function captureReadOnly(): Promise<void> {
+  await captureTurnAndDirectEcho({ turn: 'turn-read-only-local', direct: 'turn-read-only-direct' }, 'remember that reads stay local', 'locally');
 }
 
 /**
@@ -326,7 +336,7 @@ async function captureTraced(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced]`: the groups to capture (default all). */
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -337,6 +347,7 @@ async function all(): Promise<void> {
   if (want('session')) await captureSession();
   if (want('direct')) await captureDirect();
   if (want('refs')) await captureRefs();
+  if (want('read-only')) await captureReadOnly();
   if (want('oauth')) await captureOAuth();
   if (want('elicitation')) await captureElicitation();
   if (want('sampling')) await captureSampling();

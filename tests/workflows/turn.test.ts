@@ -405,6 +405,25 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect(fakes.calls(id, 'callTool')[1]?.elicitations).toEqual([{ mode: 'url', message: 'Open the payment page', url: 'https://pay.example/checkout', action: 'accept' }]);
   });
 
+  test('read-only tools (marked in the catalog) run as local activities; the others stay regular activities', async () => {
+    const id = newTurnId('read-only-local');
+    fakes.script(id, {
+      listToolRefs: async () => ({
+        tools: CATALOG.tools.map(({ name, server, tool }) => ({ name, server, tool, ...(tool === 'now' ? { readOnly: true as const } : {}) })),
+        servers: CATALOG.servers,
+      }),
+      callLlm: async (req) => (req.step === 1 ? callTools(['c1', 'clock__now', {}], ['n1', 'notes__add', { text: 'hi' }]) : say('Done.')),
+    });
+    const handle = await startTurn(turnInput(id));
+    const state = await handle.result();
+    expect(state.toolCalls.map((c) => [c.id, c.state])).toEqual([['c1', 'completed'], ['n1', 'completed']]);
+    const history = await handle.fetchHistory();
+    const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name ? [e.activityTaskScheduledEventAttributes.activityType.name] : []));
+    // Only the write (and the two model calls) went through the server as activity tasks.
+    expect(scheduled.filter((n) => n === 'callTool')).toHaveLength(1);
+    expect(fakes.calls(id, 'callTool').map((c) => c.tool).sort()).toEqual(['add', 'now']);
+  });
+
   test('outcome unknown: the call is not retried; the model hears it and the user gets a notice', async () => {
     const id = newTurnId('outcome-unknown');
     fakes.script(id, {
