@@ -9,6 +9,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   proxySinks,
+  type RetryPolicy,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -75,10 +76,11 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   });
 
   // Audit appends must not be lost, but they are cheap and idempotent enough to retry freely.
-  const audit = proxyActivities<Activities>({
-    startToCloseTimeout: '15 seconds',
-    retry: { maximumAttempts: 10, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
-  });
+  const auditRetry: RetryPolicy = { maximumAttempts: 10, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' };
+  const audit = proxyActivities<Activities>({ startToCloseTimeout: '15 seconds', retry: auditRetry });
+  // An append is quick and harmless to repeat: since 'audit-as-local-activity' it runs in the worker
+  // running the turn, without an activity task through the server. Earlier turns replay as recorded.
+  const localAudit = proxyLocalActivities<Activities>({ startToCloseTimeout: '15 seconds', retry: auditRetry });
   const user = input.user;
   const policy = input.policy;
 
@@ -242,7 +244,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
 
   async function recordAudit(entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>): Promise<void> {
     if (!user) return;
-    await audit.recordAudit.executeWithOptions({ summary: `audit: ${entry.kind} ${entry.server ?? ''}/${entry.tool ?? ''}` }, [
+    await (patched('audit-as-local-activity') ? localAudit : audit).recordAudit.executeWithOptions({ summary: `audit: ${entry.kind} ${entry.server ?? ''}/${entry.tool ?? ''}` }, [
       { ...entry, actor: { id: user.id, role: user.role, tenant: user.tenant }, workflowId: wf.workflowId, runId: wf.runId },
     ]);
   }
