@@ -1,5 +1,7 @@
 /** The two ways a bench turn runs: the in-process host loop and the durable turn (started with the API's own gateway code). */
 import { createTemporalGateway } from '../src/api/gateway';
+import { policyForRole } from '../src/core/policy';
+import { TURN_WORKFLOW_TYPE } from '../src/workflows/definitions';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import type { TurnInput, TurnState } from '../src/shared/turn';
 import { defaultHostConfig, type TestSystem } from '../tests/helpers/system';
@@ -27,6 +29,8 @@ export interface Paths {
   inProcess(toolSteps: number): Promise<InProcessResult>;
   /** Resolves with the turn id, so its history can be read afterwards. */
   durable(toolSteps: number): Promise<string>;
+  /** The same turn started directly as a standalone turn workflow (no session): what the session costs. */
+  direct(toolSteps: number): Promise<string>;
   /** Temporal's floor: a workflow of `shape` with no-op activities on the same server (bench/floor). */
   floor(shape: FloorShape): Promise<void>;
   /** The shape of a durable turn, read from its history. */
@@ -66,6 +70,15 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
     async shapeOf(turnId) {
       const b = await turnBreakdown(sys.client.workflow.getHandle(turnId));
       return { local: b.localActivities, regular: b.activities };
+    },
+    async direct(toolSteps) {
+      const { turnId, sessionId, text } = nextTurn(toolSteps);
+      // What an idle new session hands its first turn: no history, the caller's policy slice.
+      const input: TurnInput = { turnId, sessionId, userText: text, user, policy: policyForRole(policy, user.role), history: [], options: turnOptions };
+      const state = (await sys.client.workflow.execute(TURN_WORKFLOW_TYPE, { workflowId: turnId, taskQueue: sys.taskQueue, args: [input] })) as TurnState;
+      const failed = state.toolCalls.filter((c) => c.isError).length;
+      expectSteps('direct', toolSteps, state.steps, failed, state.text ?? '');
+      return turnId;
     },
     async durable(toolSteps) {
       const { turnId, sessionId, text } = nextTurn(toolSteps);

@@ -41,6 +41,7 @@ import { latencySection } from './sections/latency';
 import { streamingSection, streamingTargets, type StreamingResult } from './sections/streaming';
 import { throughputSection } from './sections/throughput';
 import { scaleSection } from './sections/scale';
+import { renderSessionHop, sessionHopSection } from './sections/session-hop';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
 // ------------------------------------------------------------------------------------ cleanup
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
   const user: UserContext = { id: admin.sub, role: admin.role, tenant: admin.tenant, scopes: [...admin.scopes] };
   const inProcessNotes = path.join(sys.dir, 'notes-in-process.json');
   let paths: Paths | undefined;
-  if (want('latency') || want('throughput')) {
+  if (want('latency') || want('throughput') || want('session-hop')) {
     const hub = new McpServerHub(stdioConfig(ROOT, inProcessNotes, EVERYTHING_SERVER, NOTES_SERVER));
     cleanups.push(() => hub.close());
     const deps: InProcessDeps = {
@@ -138,6 +139,7 @@ async function main(): Promise<void> {
     streamingMs = performance.now() - t0;
     log(`streaming: done in ${(streamingMs / 1000).toFixed(0)} s`);
   }
+  const sessionHop = want('session-hop') && paths ? await sessionHopSection(sys, pids, paths, opts, resetNotes) : undefined;
   // The throughput budget predates the streaming section: its time is not counted against it.
   const throughput = want('throughput') && paths ? await throughputSection(pids, paths, opts, resetNotes, started + streamingMs) : { rows: [], skipped: [] };
   // Last: it stops the system's own worker and brings PostgreSQL, two APIs and up to three workers.
@@ -170,7 +172,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = render(m, opts, latency, api, throughput, pooling, streaming, targets, scale);
+  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : [])].join('\n\n');
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -190,6 +192,7 @@ async function main(): Promise<void> {
         throughput,
         pooling,
         streaming: streaming ?? null,
+        sessionHop: sessionHop ?? null,
         scale: scale ?? null,
         targets,
         report,

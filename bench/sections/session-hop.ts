@@ -1,0 +1,88 @@
+/**
+ * 6. What the session costs a turn (issue 13 §2): the same 1-step turn through a new session (the API's
+ * path: update-with-start of the session, which starts the turn as its child) and started directly as
+ * a standalone turn workflow with the same input (no session at all: the lower bound of any session
+ * design), beside Temporal's floor of the turn's shape. Interleaved latency, then CPU in blocks of
+ * each path alone, and history events per turn (the session's added to the turn's).
+ */
+import type { TestSystem } from '../../tests/helpers/system';
+import { summarize, type Summary } from '../lib/stats';
+import { log, type Options } from '../options';
+import type { FloorShape } from '../floor/workflows';
+import type { Paths } from '../paths';
+import { cpuSplit, floorPids, meter, type Pids } from './cpu';
+import { table } from '../lib/stats';
+
+type PathName = 'session' | 'direct' | 'floor';
+
+export interface SessionHopResult {
+  turns: number;
+  shape: FloorShape;
+  latency: Record<PathName, Summary>;
+  cpu: Record<PathName, { temporal: number; workers: number }>;
+  /** History events per turn: the turn's own, and what its session added (the session path only). */
+  events: { turn: number; session: number };
+}
+
+export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Paths, opts: Options, resetNotes: () => void): Promise<SessionHopResult> {
+  resetNotes();
+  const turns = Math.min(opts.turns, 40);
+  log(`session hop: 1 tool step, ${opts.warmup} warm-up + ${turns} measured turns per path (session, direct, floor), interleaved`);
+  const firstId = await paths.durable(1);
+  const shape = await paths.shapeOf(firstId);
+  const run: Record<PathName, () => Promise<unknown>> = {
+    session: () => paths.durable(1),
+    direct: () => paths.direct(1),
+    floor: () => paths.floor(shape),
+  };
+  for (let i = 0; i < opts.warmup; i++) for (const p of ['session', 'direct', 'floor'] as const) await run[p]();
+  const samples: Record<PathName, number[]> = { session: [], direct: [], floor: [] };
+  const rotations = [['session', 'direct', 'floor'], ['direct', 'floor', 'session'], ['floor', 'session', 'direct']] as const;
+  for (let i = 0; i < turns; i++) {
+    for (const p of rotations[i % 3] ?? rotations[0]) {
+      const t0 = performance.now();
+      await run[p]();
+      samples[p].push(performance.now() - t0);
+    }
+  }
+  log(`session hop: CPU blocks of ${turns} turns per path`);
+  const cpu = {} as SessionHopResult['cpu'];
+  for (const p of ['session', 'direct', 'floor'] as const) {
+    const m = meter(p === 'floor' ? floorPids(pids) : pids, false);
+    for (let i = 0; i < turns; i++) await run[p]();
+    const used = cpuSplit(m.stop(), turns);
+    cpu[p] = { temporal: used.temporal, workers: used.workers };
+  }
+  const sessionId = firstId.replace(/^turn-/, '').replace(/-[^-]+$/, '');
+  const turnEvents = (await sys.client.workflow.getHandle(firstId).fetchHistory()).events?.length ?? 0;
+  const sessionRuns = sys.client.workflow.list({ query: `WorkflowType = 'sessionWorkflow' AND SessionId = '${sessionId}'` });
+  let sessionEvents = 0;
+  for await (const wf of sessionRuns) sessionEvents += (await sys.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events?.length ?? 0;
+  return {
+    turns,
+    shape,
+    latency: { session: summarize(samples.session), direct: summarize(samples.direct), floor: summarize(samples.floor) },
+    cpu,
+    events: { turn: turnEvents, session: sessionEvents },
+  };
+}
+
+export function renderSessionHop(r: SessionHopResult): string {
+  const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+  const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  const rows = (['session', 'direct', 'floor'] as const).map((p) => [
+    p === 'session' ? 'through a new session (API path)' : p === 'direct' ? 'turn started directly' : `floor (${r.shape.local} local + ${r.shape.regular})`,
+    f(r.latency[p].p50),
+    f(r.latency[p].p99),
+    x(r.latency[p].p50, r.latency.floor.p50),
+    f(r.cpu[p].temporal),
+    f(r.cpu[p].workers),
+    x(r.cpu[p].temporal + r.cpu[p].workers, r.cpu.floor.temporal + r.cpu.floor.workers),
+  ]);
+  return [
+    `6. What the session costs: 1-tool-step turns, ${r.turns} per path, interleaved; CPU ms per turn in blocks of each path alone`,
+    table(['path', 'p50 ms', 'p99 ms', 'p50/floor', 'CPU temporal', 'CPU worker', 'CPU/floor'], rows),
+    `Session hop: +${f(r.latency.session.p50 - r.latency.direct.p50)} ms p50 and +${f(r.cpu.session.temporal + r.cpu.session.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms CPU per turn over starting the turn directly; ` +
+      `history: the turn ${r.events.turn} events, its new session ${r.events.session} more.`,
+  ].join('\n');
+}
