@@ -12,6 +12,7 @@ import type { UserContext } from '../src/shared/user';
 import { SESSION } from './options';
 import type { FloorShape } from './floor/workflows';
 import { turnBreakdown } from './lib/history';
+import { turnResult } from './lib/turn-result';
 
 let turnCounter = 0;
 /** Unique to this run, so turns and sessions never collide with an earlier run's on the same server. */
@@ -84,7 +85,7 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       const { turnId, sessionId, text } = nextTurn(toolSteps);
       const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
       if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
-      const state = (await sys.client.workflow.getHandle(turnId).result()) as TurnState;
+      const state = (await turnResult(sys.client, turnId)) as TurnState;
       const failed = state.toolCalls.filter((c) => c.isError).length;
       expectSteps('durable', toolSteps, state.steps, failed, state.text ?? '');
       return turnId;

@@ -23,6 +23,7 @@ import { defaultHostConfig, type TestSystem } from '../../tests/helpers/system';
 import { log, type Options } from '../options';
 import { benchMessage } from '../lib/scripts';
 import { CpuMeter, cpuTreeMs, percentile, round } from '../lib/stats';
+import { turnResult } from '../lib/turn-result';
 
 export interface ScaleRow {
   workers: number;
@@ -100,7 +101,7 @@ export async function scaleSection(sys: TestSystem, opts: Options, onStop: (fn: 
     const t0 = performance.now();
     const post = await postMessage(api, `scale-${tag}`, benchMessage(1, tag), headers);
     if (post.status !== 202) throw new Error(`scale: POST answered ${post.status}: ${JSON.stringify(post.body)}`);
-    await sys.client.workflow.getHandle(post.body.turnId as string).result();
+    await turnResult(sys.client, post.body.turnId as string);
     return performance.now() - t0;
   };
 
@@ -153,7 +154,7 @@ export async function scaleSection(sys: TestSystem, opts: Options, onStop: (fn: 
       if (!history) {
         // One turn alone in a fresh session: its own history, and its session's.
         const post = await postMessage(targets[0] as string, 'scale-history', benchMessage(1, 'history'), headers);
-        await sys.client.workflow.getHandle(post.body.turnId as string).result();
+        await turnResult(sys.client, post.body.turnId as string);
         const t = await historyOf(sys, post.body.turnId as string);
         const session = (await sys.client.workflow.getHandle(post.body.turnId as string).describe()).raw.workflowExecutionInfo?.parentExecution?.workflowId ?? '';
         const s = await historyOf(sys, session);

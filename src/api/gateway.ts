@@ -108,6 +108,7 @@ export interface GatewayOptions {
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
   const { client } = opts;
+  const justSubmitted = createJustSubmitted();
   let cached: { at: number; value: Promise<Catalog> } | undefined;
   const reads: TurnReads = { queries: 0, describes: 0, results: 0 };
   const queryTurn = (handle: ReturnType<Client['workflow']['getHandle']>, afterEventId?: number): Promise<TurnState> => {
@@ -189,6 +190,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
             staticSummary: `Session ${sessionId}`,
           }),
         });
+        if (result.created) justSubmitted.add(turnId);
         return { kind: 'accepted', created: result.created, position: result.position };
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
@@ -219,7 +221,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     },
 
     async cancelTurn(turnId) {
-      await client.workflow.getHandle(turnId).cancel();
+      await justSubmitted.settled(turnId, () => client.workflow.getHandle(turnId).cancel());
     },
 
     async authorizationCompleted(turnId, server) {
@@ -274,8 +276,10 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
       let status: string;
       let owner: { id: string; tenant: string } | undefined;
       try {
-        reads.describes++;
-        const desc = await handle.describe();
+        const desc = await justSubmitted.settled(turnId, () => {
+          reads.describes++;
+          return handle.describe();
+        });
         status = desc.status.name;
         const id = desc.typedSearchAttributes.get(UserIdKey);
         const tenant = desc.typedSearchAttributes.get(TenantIdKey);
@@ -364,6 +368,39 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
       if ((err as { code?: number }).code !== 6) throw err;
     }
   }
+}
+
+/** How long after its session accepted it a turn may still be on its way to existing. */
+const JUST_SUBMITTED_MS = 3_000;
+const JUST_SUBMITTED_MAX = 10_000;
+
+/**
+ * Turns this API submitted a moment ago. The session answers a submission in the workflow task that
+ * starts the turn, so for a few milliseconds the turn's id is known to the caller and not yet to
+ * Temporal: a read or a cancel in that window waits for it instead of answering "no such turn".
+ */
+function createJustSubmitted() {
+  const at = new Map<string, number>();
+  return {
+    add(turnId: string): void {
+      at.set(turnId, Date.now());
+      if (at.size <= JUST_SUBMITTED_MAX) return;
+      // Oldest first (insertion order): drop half.
+      for (const id of [...at.keys()].slice(0, JUST_SUBMITTED_MAX / 2)) at.delete(id);
+    },
+    /** Runs `op`; while it finds no such workflow and the turn is young, tries again shortly. */
+    async settled<T>(turnId: string, op: () => Promise<T>): Promise<T> {
+      for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
+        try {
+          return await op();
+        } catch (err) {
+          const since = at.get(turnId);
+          if (!(err instanceof WorkflowNotFoundError) || since === undefined || Date.now() - since > JUST_SUBMITTED_MS) throw err;
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    },
+  };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {

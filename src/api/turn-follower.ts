@@ -77,6 +77,9 @@ export interface FollowOptions {
   quietPollMs?: number;
 }
 
+/** How long a stream of a turn the API just submitted waits for its first push before reading Temporal. */
+const EXPECTED_PUSH_GRACE_MS = 250;
+
 /** Early polls per held step: enough for one that raced the workflow task, bounded if the event never shows. */
 const MAX_EARLY_POLLS = 3;
 
@@ -105,6 +108,8 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   /** Nothing leaves before a read of the turn passed `accept` (pushed events carry no owner check of their own). */
   let accepted = !opts.accept;
   let quiet = quietPollMs;
+  /** The API expects the turn's pushes but none has come yet: the first read waits a little for them. */
+  let expectedOnly = false;
   let nextPollAt = 0;
   let lastPollAt = 0;
 
@@ -146,6 +151,9 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
     const held = deps.live.events.read(turnId, lastId);
     unsubscribe = deps.live.subscribe(turnId, onChunk);
     if (held) takePushed(held.events, held.lastKnownId);
+    // Just submitted through this API: its first push normally comes within milliseconds of the turn's
+    // start, and a query now would wait for the turn's first workflow task to finish.
+    expectedOnly = held !== undefined && held.lastKnownId === 0;
     if (snap?.text) onChunk({ turnId, step: snap.step, attempt: snap.attempt, kind: 'delta', offset: 0, text: snap.text });
     // The hub keeps a notice only until a later attempt speaks: one still held came after that text.
     if (notice) onChunk(notice);
@@ -275,7 +283,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
           state = undefined;
           delay = lastId > before ? pollMs : Math.min(delay * 2, maxIdlePollMs);
           if (pushing) quiet = lastId > before ? quietPollMs : Math.min(quiet * 2, quietPollMs * 8);
-          nextPollAt = Date.now() + (pushing ? quiet : delay);
+          nextPollAt = Date.now() + (pushing ? quiet : expectedOnly ? Math.max(delay, EXPECTED_PUSH_GRACE_MS) : delay);
         }
         // Pushed events, in id order, as far as they run without a hole.
         const fromPush = lastId;

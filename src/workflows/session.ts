@@ -8,6 +8,7 @@ import {
   continueAsNew,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -113,8 +114,18 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
         throw err;
       });
+      // Awaited by the loop, maybe a task later: a failure must not count as unhandled meanwhile.
+      started.catch(() => undefined);
       const pending: Pending = { turnId: msg.turnId, text: msg.text, begun: idle, started };
       queue.push(pending);
+      // The answer no longer waits for the child to exist: the update completes in the workflow task
+      // that accepted it, a round trip sooner for the API (the turn is started in the same task; the
+      // loop below deals with a turn id already taken). Sessions that began before answer as recorded.
+      if (patched('submit-answers-at-once')) {
+        remember(msg.turnId);
+        appendMessage({ role: 'user', content: msg.text, turnId: msg.turnId, status: idle ? 'running' : 'queued' });
+        return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId) };
+      }
       const handle = await started;
       if (!handle) {
         const i = queue.indexOf(pending);
@@ -151,8 +162,16 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     }
     active = queue.shift();
     if (!active) continue;
-    const handle = await active.started;
+    const handle = await active.started.catch((err: unknown) => {
+      // Starting the child failed outright (not a duplicate): the message is answered as failed.
+      log.warn('turn could not be started', { turnId: active?.turnId, error: err instanceof Error ? err.message : String(err) });
+      if (active) notStarted(active.turnId, 'The turn could not be started.');
+      return undefined;
+    });
     if (handle) await runTurn(active, handle);
+    // Answered at once, then its id turned out to be taken (an Idempotency-Key older than the ids
+    // this session remembers): the existing turn stands, and this message is not a new one.
+    else if (transcriptHas(active.turnId, 'user')) notStarted(active.turnId, 'This message repeats an earlier one; its turn already exists.');
     active = undefined;
     turnsThisRun += 1;
     await maybeSummarize();
@@ -181,6 +200,17 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
   function appendMessage(m: Omit<TranscriptMessage, 'index' | 'at'>): void {
     carry.transcript.push({ ...m, index: carry.totalMessages, at: new Date().toISOString() });
     carry.totalMessages += 1;
+  }
+
+  function transcriptHas(turnId: string, role: TranscriptMessage['role']): boolean {
+    return carry.transcript.some((m) => m.turnId === turnId && m.role === role);
+  }
+
+  /** A message whose turn never ran: its transcript entry says so, without an answer to remember. */
+  function notStarted(turnId: string, why: string): void {
+    if (!transcriptHas(turnId, 'user') || transcriptHas(turnId, 'assistant')) return;
+    setStatus(turnId, 'failed');
+    appendMessage({ role: 'assistant', content: why, turnId, status: 'failed' });
   }
 
   function setStatus(turnId: string, status: TranscriptMessage['status']): void {
