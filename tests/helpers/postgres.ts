@@ -7,6 +7,10 @@ import { ROOT } from './system';
 
 export interface TestPostgres {
   url: string;
+  /** Stops the server and keeps its data: connections break, new ones are refused until up(). */
+  down(): Promise<void>;
+  /** Starts the same cluster again, on the same port. */
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -18,16 +22,30 @@ export async function startPostgres(): Promise<TestPostgres> {
   const dir = mkdtempSync(path.join(tmpdir(), 'dmh-pg-'));
   // Run as root, the package starts PostgreSQL as an unprivileged user, which must reach the data directory.
   chmodSync(dir, 0o755);
-  const { proc, match } = await spawnManaged(
-    'postgres',
-    process.execPath,
-    [path.join(ROOT, 'scripts/postgres.mjs'), '--dir', path.join(dir, 'data'), '--port', String(await freePort())],
-    { cwd: ROOT, readyLine: /^POSTGRES_URL=(\S+)/, readyTimeoutMs: 60_000 },
-  );
+  const port = String(await freePort());
+  const run = () =>
+    spawnManaged('postgres', process.execPath, [path.join(ROOT, 'scripts/postgres.mjs'), '--dir', path.join(dir, 'data'), '--port', port], {
+      cwd: ROOT,
+      readyLine: /^POSTGRES_URL=(\S+)/,
+      readyTimeoutMs: 60_000,
+    });
+  const first = await run();
+  let proc = first.proc;
+  let running = true;
+  const down = async () => {
+    if (running) await proc.stop(20_000);
+    running = false;
+  };
   return {
-    url: match?.[1] ?? '',
+    url: first.match?.[1] ?? '',
+    down,
+    up: async () => {
+      if (running) return;
+      proc = (await run()).proc;
+      running = true;
+    },
     stop: async () => {
-      await proc.stop(20_000);
+      await down();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -37,7 +55,7 @@ export async function startPostgres(): Promise<TestPostgres> {
  * A PostgreSQL started for the test file (beforeAll) and pools on it that stand for processes on
  * other machines; all ended and the server stopped in afterAll.
  */
-export function usePostgres(): { url(): string; pool(): Pool; pools: Pool[] } {
+export function usePostgres(): { url(): string; pool(): Pool; pools: Pool[]; server(): TestPostgres } {
   let pg: TestPostgres | undefined;
   const pools: Pool[] = [];
   beforeAll(async () => {
@@ -50,6 +68,10 @@ export function usePostgres(): { url(): string; pool(): Pool; pools: Pool[] } {
   return {
     pools,
     url: () => pg?.url ?? '',
+    server: () => {
+      if (!pg) throw new Error('usePostgres: the server is started in beforeAll');
+      return pg;
+    },
     pool: () => {
       const p = new Pool({ connectionString: pg?.url, max: 4 });
       // As in the API and the worker: an idle connection that breaks (the server stopping) is not a crash.
