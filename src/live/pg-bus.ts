@@ -8,8 +8,9 @@
  * sent as a `poll` hint (streams read it from Temporal); a replica publishes one batch at a
  * time, in the order the worker pushed them, and `publish` resolves only once PostgreSQL took it, which
  * the ingest route waits for before answering (so order holds across replicas too); delivery is at
- * most once. While a replica's listening connection is down it misses chunks: its streams show a gap
- * until the durable `text` event, which is authoritative.
+ * most once. While a replica's listening connection is down it misses chunks (NOTIFYs committed before
+ * its LISTEN is back are never delivered to it): its streams show a gap until the durable `text` event,
+ * which is authoritative. It reconnects on its own, with a bounded backoff.
  */
 import { Client, type Pool } from 'pg';
 import { type LiveChunk, LiveBatchSchema } from './chunk';
@@ -19,6 +20,10 @@ import type { LiveTextHub } from './hub';
 /** Below PostgreSQL's 8000-byte NOTIFY payload limit, with room for the envelope. */
 export const MAX_PAYLOAD_BYTES = 7_800;
 export const DEFAULT_CHANNEL = 'dmh_live';
+/** The listening connection's name in pg_stat_activity, so an operator can tell it from pool connections. */
+export const LISTEN_APPLICATION_NAME = 'dmh-live-listen';
+/** Longest wait between two attempts to listen again: a replica is never deaf much longer than its database is down. */
+export const MAX_RECONNECT_MS = 10_000;
 
 export interface PgLiveBusOptions {
   /** Publishes (pg_notify) through the pool. */
@@ -28,7 +33,7 @@ export interface PgLiveBusOptions {
   hub: Pick<LiveTextHub, 'ingest'>;
   logger: LiveLogger & { info?(obj: Record<string, unknown>, msg?: string): void };
   channel?: string;
-  /** First reconnect delay; doubles up to 10 s. */
+  /** Wait before the first attempt to listen again (500 ms); doubles after each failed attempt, up to MAX_RECONNECT_MS. */
   reconnectMs?: number;
 }
 
@@ -82,9 +87,14 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
   let closed = false;
   let listener: Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
-  let delay = opts.reconnectMs ?? 500;
+  const firstDelay = opts.reconnectMs ?? 500;
+  let delay = firstDelay;
+  /** When the listening connection was lost (0 while it is up): the log says how long this replica was deaf. */
+  let lostAt = 0;
   let markReady: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
+  // Errors are logged by message only, never with the connection string (it holds the password).
+  const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
   const onNotification = (msg: { channel: string; payload?: string }): void => {
     if (msg.channel !== channel || !msg.payload) return;
@@ -103,14 +113,21 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
   };
 
   const listen = async (): Promise<void> => {
-    const client = new Client({ connectionString: opts.connectionString });
+    const client = new Client({ connectionString: opts.connectionString, application_name: LISTEN_APPLICATION_NAME });
     client.on('notification', onNotification);
-    client.on('error', (err) => {
-      opts.logger.warn({ err: err.message }, 'live bus: listening connection failed; reconnecting');
+    // pg reports one loss up to twice (the server's FATAL, then the socket's end), and an 'error' without
+    // a handler would crash the process: only the first report of the current listener counts. Failures
+    // before it listens reject connect() or LISTEN instead.
+    const lost = (why: string): void => {
+      if (listener !== client) return;
+      listener = undefined;
+      lostAt = Date.now();
+      opts.logger.warn({ channel, err: why, retryInMs: delay }, 'live bus: listening connection lost; this replica misses live text until it listens again');
       void client.end().catch(() => undefined);
-      if (listener === client) listener = undefined;
       schedule();
-    });
+    };
+    client.on('error', (err) => lost(err.message));
+    client.on('end', () => lost('the connection ended'));
     try {
       await client.connect();
       await client.query(`LISTEN ${channel}`);
@@ -123,27 +140,29 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
       return;
     }
     listener = client;
-    delay = opts.reconnectMs ?? 500;
+    delay = firstDelay;
+    if (lostAt) opts.logger.info?.({ channel, deafMs: Date.now() - lostAt }, 'live bus: listening again');
+    lostAt = 0;
     markReady();
   };
 
+  const retry = (err: unknown): void => {
+    opts.logger.warn({ channel, err: reason(err), retryInMs: delay }, 'live bus: cannot listen; retrying');
+    schedule();
+  };
+
+  /** The next attempt after `delay`; each one that follows without success waits twice as long, capped. */
   function schedule(): void {
     if (closed || retryTimer) return;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
-      listen().catch((err: unknown) => {
-        opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: cannot listen; retrying');
-        delay = Math.min(delay * 2, 10_000);
-        schedule();
-      });
+      listen().catch(retry);
     }, delay);
     retryTimer.unref();
+    delay = Math.min(delay * 2, MAX_RECONNECT_MS);
   }
 
-  void listen().catch((err: unknown) => {
-    opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: cannot listen; retrying');
-    schedule();
-  });
+  listen().catch(retry);
 
   // One publish at a time, in arrival order: concurrent NOTIFYs on different pool connections could
   // commit out of order, and the hubs drop a chunk that would leave a hole.
@@ -152,7 +171,7 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
     try {
       for (const payload of toPayloads(chunks)) await opts.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
     } catch (err) {
-      opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live bus: publish failed; only this replica gets the text');
+      opts.logger.warn({ channel, err: reason(err) }, 'live bus: publish failed; only this replica gets the text');
       opts.hub.ingest(chunks);
       // The ingest route answers 503: the worker's publisher counts the batch dropped and backs off.
       throw err;
