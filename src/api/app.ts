@@ -166,7 +166,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.limiters ? { limiters: deps.limiters } : {}),
     workerReports,
     ...(deps.usage ? { usage: deps.usage } : {}),
-    ...(deps.live ? { onSubmitted: (turnId: string, turn: PushedTurn) => deps.live?.hub.events.expect(turnId, turn) } : {}),
+    ...(deps.live
+      ? {
+          onSubmitted: (turnId: string, turn: PushedTurn) => deps.live?.hub.events.expect(turnId, turn),
+          justEnded: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => deps.live?.hub.events.justEnded(owner, sessionId, withinMs),
+        }
+      : {}),
   });
   const live = deps.live ? { live: deps.live.hub } : {};
   await app.register(sessionRoutes, { service, maxMessageChars: deps.maxMessageChars });

@@ -17,11 +17,15 @@ import type { ApprovalsInbox, DecidableApproval, Health, InputBody, PendingAppro
 import { createArgumentValidator } from '../validation/json-schema';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
+import type { SessionView } from '../shared/session';
 import { SYSTEM_MESSAGES } from './system-messages';
 import { summarize, type WorkerReports } from '../health/reports';
-import { totalTokens, type UsageLedger, type UsageRow } from '../usage/ledger';
+import { totalTokens, type UsageGroup, type UsageLedger, type UsageRow } from '../usage/ledger';
 import type { HostConfig } from '../config';
 import type { UsageQuery, UsageReport } from './contract';
+
+/** How long a session view may lag behind a turn that has ended before it is answered as it is. */
+const SESSION_CATCH_UP_MS = 2_000;
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;
@@ -35,6 +39,11 @@ export interface TurnServiceOptions {
   observer?: ApiObserver;
   /** A new turn was started for its owner (the live hub expects its pushed events: see src/live/turn-events.ts). */
   onSubmitted?: (turnId: string, turn: PushedTurn) => void;
+  /**
+   * The owner's latest turn in the session, when the live hub saw it end a moment ago (its session may
+   * not have recorded that yet). Absent: no hub, nothing to wait for.
+   */
+  justEnded?: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => string | undefined;
   /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */
   workerReports: WorkerReports;
   /** Token usage per turn (src/usage): daily budgets and the usage report. Absent: neither. */
@@ -141,6 +150,23 @@ export function createTurnService(opts: TurnServiceOptions) {
     return state;
   };
 
+  /**
+   * A client that sends its next message as soon as the last turn's `done` arrives should find its
+   * session idle, not queue behind a turn that has ended: the session records the end a moment after
+   * the stream said so. When the hub saw the session's latest turn end just now, wait (bounded) until
+   * the session no longer shows it as active. One query per round, only in that window.
+   */
+  const sessionCaughtUp = async (user: UserContext, sessionId: string): Promise<void> => {
+    const ended = opts.justEnded?.({ id: user.id, tenant: user.tenant }, sessionId, SESSION_CATCH_UP_MS);
+    if (!ended) return;
+    const deadline = Date.now() + SESSION_CATCH_UP_MS;
+    while (Date.now() < deadline) {
+      const view = await gateway.getSession(user, sessionId).catch(() => null);
+      if (!view || view.activeTurnId !== ended) return;
+      await new Promise((r) => setTimeout(r, 15));
+    }
+  };
+
   /** Starts the caller's turn: 503 when Temporal is down, 409 when the session's queue is full. */
   const submit = async (user: UserContext, s: Submission): Promise<Accepted> => {
     // A client retrying with the same idempotency key gets the same turn, not a second one.
@@ -150,6 +176,7 @@ export function createTurnService(opts: TurnServiceOptions) {
         ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
         : createHash('sha256').update(`${user.tenant}\n${user.id}\n${s.idempotencyKey}`).digest('hex').slice(0, 24);
     const turnId = makeTurnId(s.sessionId, requestKey);
+    await sessionCaughtUp(user, s.sessionId);
     const outcome = await unavailableOnError(() =>
       gateway.submitMessage({
         turnId,
@@ -226,7 +253,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     submit,
 
     /**
-     * Token usage of the caller's tenant over a period, by user or for the tenant, with cost where the
+     * Token usage of the caller's tenant over a period, by user, session or for the tenant, with cost where the
      * host config prices the model. Callers with the `usage.read` scope (or the policy's super scope)
      * see the whole tenant; others only themselves.
      */
@@ -334,10 +361,20 @@ export function createTurnService(opts: TurnServiceOptions) {
     },
 
     async session(user: UserContext, sessionId: string): Promise<z.output<typeof SessionMessages>> {
-      const view = await unavailableOnError(() => gateway.getSession(user, sessionId));
-      if (!view) throw notFound(`session ${sessionId}`);
-      const activeId = view.activeTurnId;
-      const activeTurn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
+      // A stream says `done` as the turn's last workflow task runs; its session records the answer a
+      // moment later. A view that still shows an ended turn as active is read again (bounded), so a
+      // client that asks right after `done` finds the answer in the transcript.
+      const deadline = Date.now() + SESSION_CATCH_UP_MS;
+      let view: SessionView | null;
+      let activeTurn: TurnState | null;
+      for (;;) {
+        view = await unavailableOnError(() => gateway.getSession(user, sessionId));
+        if (!view) throw notFound(`session ${sessionId}`);
+        const activeId = view.activeTurnId;
+        activeTurn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
+        if (!activeTurn || !TERMINAL_STATUSES.includes(activeTurn.status) || Date.now() > deadline) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
       const pending = activeTurn?.status === 'awaiting_approval' ? decidable(activeTurn, approvalTimeoutMs(opts.policy())) : [];
       return {
         sessionId,
@@ -428,7 +465,7 @@ function startOfUtcDay(d: Date): Date {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 }
 
-function usageReport(tenant: string, from: Date, to: Date, groupBy: 'user' | 'tenant', rows: UsageRow[], prices: HostConfig['prices']): z.output<typeof UsageReport> {
+function usageReport(tenant: string, from: Date, to: Date, groupBy: UsageGroup, rows: UsageRow[], prices: HostConfig['prices']): z.output<typeof UsageReport> {
   const costs = new Map<string, number>();
   const out = rows.map((r) => {
     const price = prices[r.model];
@@ -436,9 +473,11 @@ function usageReport(tenant: string, from: Date, to: Date, groupBy: 'user' | 'te
       ? { amount: round6((r.promptTokens * price.promptPerMillion + (r.completionTokens + r.samplingTokens) * price.completionPerMillion) / 1_000_000), currency: price.currency }
       : undefined;
     if (cost) costs.set(cost.currency, (costs.get(cost.currency) ?? 0) + cost.amount);
-    return { ...(r.userId !== undefined ? { userId: r.userId } : {}), model: r.model, turns: r.turns, promptTokens: r.promptTokens, completionTokens: r.completionTokens, samplingTokens: r.samplingTokens, totalTokens: totalTokens(r), ...(cost ? { cost } : {}) };
+    const owner = { ...(r.userId !== undefined ? { userId: r.userId } : {}), ...(r.sessionId !== undefined ? { sessionId: r.sessionId } : {}) };
+    const figures = { turns: r.turns, summaries: r.summaries, promptTokens: r.promptTokens, completionTokens: r.completionTokens, samplingTokens: r.samplingTokens };
+    return { ...owner, model: r.model, ...figures, totalTokens: totalTokens(r), ...(cost ? { cost } : {}) };
   });
-  const sum = (k: 'turns' | 'promptTokens' | 'completionTokens' | 'samplingTokens' | 'totalTokens') => out.reduce((n, r) => n + r[k], 0);
+  const sum = (k: 'turns' | 'summaries' | 'promptTokens' | 'completionTokens' | 'samplingTokens' | 'totalTokens') => out.reduce((n, r) => n + r[k], 0);
   return {
     tenant,
     from: from.toISOString(),
@@ -447,6 +486,7 @@ function usageReport(tenant: string, from: Date, to: Date, groupBy: 'user' | 'te
     rows: out,
     totals: {
       turns: sum('turns'),
+      summaries: sum('summaries'),
       promptTokens: sum('promptTokens'),
       completionTokens: sum('completionTokens'),
       samplingTokens: sum('samplingTokens'),

@@ -41,7 +41,7 @@ export interface LiveTextHub {
    */
   lastNotice(turnId: string): LiveChunk | undefined;
   /** The turn's pushed durable events (see ./turn-events.ts); read them in the block that subscribes, like snapshot(). */
-  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect'>;
+  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect' | 'justEnded'>;
   /** Turns with a buffer. */
   size(): number;
   /** Listeners subscribed across all turns (open streams following live text). */
@@ -252,6 +252,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
     events: {
       read: (turnId, afterId) => store.read(turnId, afterId),
       streamView: (turnId, afterId) => store.streamView(turnId, afterId),
+      justEnded: (owner, sessionId, withinMs) => store.justEnded(owner, sessionId, withinMs),
       expect(turnId, turn) {
         if (closed) return;
         store.expect(turnId, turn);

@@ -33,6 +33,12 @@ export interface TurnEventStore {
    * from id 1 on is held, so the answer is complete; otherwise undefined (ask Temporal).
    */
   streamView(turnId: string, afterId: number): TurnState | undefined;
+  /**
+   * The owner's latest turn in `sessionId` held here, when its final event came less than `withinMs`
+   * ago: its session may not have recorded the end yet (events are pushed as the turn's last workflow
+   * task runs; the session hears of it after that task completes).
+   */
+  justEnded(owner: { id: string; tenant: string }, sessionId: string, withinMs: number): string | undefined;
   /** Turns held. */
   size(): number;
   /** Drops expired turns now (the hub's sweeper calls it). */
@@ -91,6 +97,21 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
     }
     return h;
   };
+  /** The latest turn of each owner's session seen here (key: tenant, user, session). */
+  const latestOfSession = new Map<string, string>();
+  const sessionKey = (owner: { id: string; tenant: string }, sessionId: string): string => `${owner.tenant}\n${owner.id}\n${sessionId}`;
+  const noteSession = (turnId: string, h: Held): void => {
+    if (h.sessionId === undefined || !h.owner) return;
+    const key = sessionKey(h.owner, h.sessionId);
+    latestOfSession.delete(key);
+    latestOfSession.set(key, turnId);
+    // Bounded like the turns: the oldest sessions go first.
+    while (latestOfSession.size > opts.maxTurns) {
+      const oldest = latestOfSession.keys().next().value;
+      if (oldest === undefined) break;
+      latestOfSession.delete(oldest);
+    }
+  };
   const sorted = (h: Held, afterId: number): TurnEvent[] =>
     [...h.events.values()].filter((e) => e.id > afterId).sort((a, b) => a.id - b.id);
 
@@ -106,8 +127,10 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
       turns.set(c.turnId, h);
       h.touchedAt = t;
       if (c.turn) {
+        const fresh = h.sessionId === undefined;
         h.sessionId = c.turn.sessionId;
         if (c.turn.owner) h.owner = c.turn.owner;
+        if (fresh) noteSession(c.turnId, h);
       }
       h.lastKnownId = Math.max(h.lastKnownId, id);
       if (c.kind === 'event' && c.event) {
@@ -136,7 +159,9 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
 
     expect(turnId, turn) {
       if (live(turnId)) return;
-      turns.set(turnId, { ...turn, events: new Map(), lastKnownId: 0, trimmed: false, chars: 0, touchedAt: opts.now() });
+      const h: Held = { ...turn, events: new Map(), lastKnownId: 0, trimmed: false, chars: 0, touchedAt: opts.now() };
+      turns.set(turnId, h);
+      noteSession(turnId, h);
       while (turns.size > opts.maxTurns) {
         const oldest = turns.keys().next().value;
         if (oldest === undefined) break;
@@ -167,6 +192,12 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
       };
     },
 
+    justEnded(owner, sessionId, withinMs) {
+      const turnId = latestOfSession.get(sessionKey(owner, sessionId));
+      const h = turnId ? live(turnId) : undefined;
+      return h?.endedAt !== undefined && opts.now() - h.endedAt < withinMs ? turnId : undefined;
+    },
+
     size: () => turns.size,
 
     sweep() {
@@ -175,6 +206,7 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
     },
 
     clear() {
+      latestOfSession.clear();
       turns.clear();
       chars = 0;
     },

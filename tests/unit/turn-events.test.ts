@@ -86,3 +86,20 @@ test('on the PostgreSQL bus an event too large for one NOTIFY becomes a poll hin
   expect(chunks.map((c) => [c.kind, c.event?.id ?? c.offset])).toEqual([['event', 4], ['poll', 5], ['event', 6]]);
   expect(payloads.every((p) => Buffer.byteLength(p) <= MAX_PAYLOAD_BYTES)).toBe(true);
 });
+
+test("justEnded names the owner's latest turn of a session for a moment after its final event, and only then", () => {
+  const { hub, advance } = setup();
+  const owner = turn.owner;
+  hub.events.expect(T, turn);
+  hub.ingest([ev(1)]);
+  expect(hub.events.justEnded(owner, 's', 2_000)).toBeUndefined(); // still running
+  hub.ingest([ev(2, 'done')]);
+  expect(hub.events.justEnded(owner, 's', 2_000)).toBe(T);
+  expect(hub.events.justEnded({ id: 'bob', tenant: 'demo' }, 's', 2_000)).toBeUndefined(); // another owner's session
+  expect(hub.events.justEnded(owner, 'other', 2_000)).toBeUndefined();
+  advance(2_500);
+  expect(hub.events.justEnded(owner, 's', 2_000)).toBeUndefined(); // long enough ago
+  // A newer turn of the session, still running, is the latest: nothing ended just now.
+  hub.events.expect('turn-s-2', turn);
+  expect(hub.events.justEnded(owner, 's', 60_000)).toBeUndefined();
+});
