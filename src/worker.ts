@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import type { ApprovalWaitEnd, MetricsSinks, TurnAccounting, TurnEventSinks, TurnOutcome } from './workflows/definitions';
+import { type ApprovalWaitEnd, type MetricsSinks, TenantIdKey, type TurnAccounting, type TurnEventSinks, type TurnOutcome, UserIdKey } from './workflows/definitions';
 import type { PushedTurn, TurnEvent } from './shared/turn';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
@@ -32,6 +32,8 @@ import { PREBUILT_BUNDLES, tracingWorkerOptions, workflowInterceptorModules, WOR
 import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
+import { createSummaryUsageRecorder, sessionOwnerFrom } from './usage/summary-usage';
+import { Client } from '@temporalio/client';
 
 /**
  * Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start;
@@ -210,6 +212,12 @@ async function main(): Promise<void> {
         live,
         metrics: metrics.observer,
         llmEndpoint: describeEndpoint(env.LLM_BASE_URL),
+        // Sessions' summaries, against their owner (read from the session workflow's search attributes).
+        summaryUsage: createSummaryUsageRecorder({
+          ledger: usage,
+          ownerOf: sessionOwnerFrom(new Client({ connection, namespace: env.TEMPORAL_NAMESPACE }), { user: UserIdKey, tenant: TenantIdKey }),
+          model: env.LLM_MODEL,
+        }),
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });

@@ -25,6 +25,7 @@ import type { ChatMessage, ContextSpec, ElicitationAnswer, InputAsked, LlmReques
 import type { Logger } from '../logger';
 import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
+import type { SummaryUsage } from '../usage/summary-usage';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
@@ -49,6 +50,8 @@ export interface ActivityDeps {
   metrics?: WorkerObserver;
   /** The model endpoint as messages may name it (llm/errors.ts describeEndpoint). */
   llmEndpoint?: string;
+  /** Records a session summary's tokens in the usage ledger (src/usage/summary-usage.ts); absent: not recorded. */
+  summaryUsage?: (s: SummaryUsage) => Promise<void>;
 }
 
 export interface ToolCallInput {
@@ -122,6 +125,18 @@ export function createActivities(deps: ActivityDeps) {
       return await work(beat);
     } finally {
       clearInterval(timer);
+    }
+  }
+
+  /** A summary's tokens, in the metrics and the ledger; a ledger that fails costs the record, not the summary. */
+  async function recordSummaryUsage(sessionId: string, usage: SummaryUsage['usage']): Promise<void> {
+    deps.metrics?.llmTokens(usage, 'summary');
+    const { workflowExecution, activityId, attempt } = Context.current().info;
+    if (!deps.summaryUsage || !workflowExecution) return;
+    try {
+      await deps.summaryUsage({ sessionId, workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, activityId, attempt, usage });
+    } catch (err) {
+      deps.logger.error({ sessionId, err: errorMessage(err) }, "recording the summary's token usage failed");
     }
   }
 
@@ -254,6 +269,8 @@ export function createActivities(deps: ActivityDeps) {
       };
       try {
         const response = await withHeartbeats(() => deps.llm.complete(request, { signal: ctx.cancellationSignal }));
+        // Spent whatever becomes of the answer: counted before it is checked.
+        if (response.usage) await recordSummaryUsage(input.sessionId, response.usage);
         const summary = (response.text ?? '').trim();
         if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', Failure.LlmRequestRejected);
         return { summary: summary.slice(0, input.maxChars) };

@@ -310,8 +310,9 @@ export const routeSchemas = {
     operationId: 'getUsage',
     summary: 'Token usage',
     description:
-      "Tokens the tenant's turns used over a period (default: today, UTC), by user or for the whole tenant, per model, with cost where the host config " +
-      'prices the model. The whole tenant needs the `usage.read` scope (or the policy\'s super scope); other callers see only their own turns. ' +
+      "Tokens the tenant's turns (and its sessions' summaries of older messages) used over a period (default: today, UTC), by user, by session or for the " +
+      'whole tenant, per model, with cost where the host config prices the model. The whole tenant needs the `usage.read` scope (or the policy\'s super ' +
+      'scope); other callers see only their own turns and sessions. ' +
       'The same figures decide the daily budgets (`budgets` in the host config): past one, new messages get `429 token_budget_exhausted`.',
     tags: ['usage'],
     querystring: fromZod(UsageQuery, 'input'),

@@ -29,8 +29,11 @@ export type ApprovalEnd = 'approved' | 'rejected' | 'timed_out' | 'cancelled';
 export interface WorkerObserver {
   /** `errorClass` for failed attempts (src/llm/errors.ts LlmErrorClass). */
   llmCall(outcome: LlmOutcome, seconds: number, errorClass?: LlmErrorClass): void;
-  /** Tokens one model call used, as the endpoint reported them. */
-  llmTokens(usage: { promptTokens: number; completionTokens: number }): void;
+  /**
+   * Tokens one model call used, as the endpoint reported them. A session's summary of its older
+   * messages counts under kind `summary` (prompt and completion together), so turn tokens stay apart.
+   */
+  llmTokens(usage: { promptTokens: number; completionTokens: number }, purpose?: 'turn' | 'summary'): void;
   /** `errorClass` for every outcome but ok and cancelled. */
   toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number, errorClass?: ToolErrorClass): void;
   /** A turn ended (from the turn workflow's sink, on the worker that ran its last task). */
@@ -64,7 +67,7 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
     ['outcome'],
     [0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
   );
-  const tokens = new Counter({ name: 'dmh_llm_tokens_total', help: 'Tokens of LLM calls, as the endpoint reported them, by kind (prompt, completion).', labelNames: ['kind'], registers: [registry] });
+  const tokens = new Counter({ name: 'dmh_llm_tokens_total', help: 'Tokens of LLM calls, as the endpoint reported them, by kind (prompt, completion; summary: sessions summarizing older messages).', labelNames: ['kind'], registers: [registry] });
   const historyEvents = histogram('dmh_turn_history_events', 'History events of a turn workflow when it ended.', [], [10, 20, 40, 80, 160, 320, 640, 1280]);
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter<L>({ name, help, labelNames, registers: [registry] });
   const llmErrors = counter('dmh_llm_errors_total', 'Failed LLM call attempts, by error class.', ['class']);
@@ -100,7 +103,11 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
         llm.observe({ outcome }, seconds);
         if (errorClass) llmErrors.inc({ class: errorClass });
       },
-      llmTokens: (usage) => {
+      llmTokens: (usage, purpose = 'turn') => {
+        if (purpose === 'summary') {
+          tokens.inc({ kind: 'summary' }, usage.promptTokens + usage.completionTokens);
+          return;
+        }
         tokens.inc({ kind: 'prompt' }, usage.promptTokens);
         tokens.inc({ kind: 'completion' }, usage.completionTokens);
       },

@@ -1,7 +1,8 @@
 /**
  * The usage ledger's two stores agree: a turn counts once by id (a worker that records it again
- * changes nothing), sums group by user or tenant and model over [from, to), other tenants never mix
- * in; the file store picks up lines appended by another process and ignores a half-written last one.
+ * changes nothing), sums group by user, session or tenant and model over [from, to), a session's
+ * summaries count as summaries beside its turns, other tenants never mix in; the file store picks up
+ * lines appended by another process and ignores a half-written last one.
  */
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,18 +27,29 @@ async function exercise(ledger: UsageLedger): Promise<void> {
   await ledger.record(rec('t3', 'bob', '2026-11-25T23:59:59Z', [7, 7, 0]));
   await ledger.record(rec('t4', 'bob', '2026-11-26T00:00:00Z', [100, 100, 0])); // the next day
   await ledger.record(rec('t5', 'eve', '2026-11-25T03:00:00Z', [50, 50, 0], { tenant: 'other' }));
+  // Ann's session summarized its older messages (twice the same attempt: once), and bob has a session
+  // of the same name: sessions are per owner.
+  await ledger.record(rec('sum-1', 'ann', '2026-11-25T04:00:00Z', [20, 4, 0], { kind: 'summary' }));
+  await ledger.record(rec('sum-1', 'ann', '2026-11-25T04:00:01Z', [20, 4, 0], { kind: 'summary' }));
+  await ledger.record(rec('t6', 'ann', '2026-11-25T05:00:00Z', [3, 3, 0], { sessionId: 'x' }));
 
   expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'user' })).toEqual([
-    { tenant: 'acme', userId: 'ann', model: 'm1', turns: 1, promptTokens: 10, completionTokens: 5, samplingTokens: 0 },
-    { tenant: 'acme', userId: 'ann', model: 'm2', turns: 1, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
-    { tenant: 'acme', userId: 'bob', model: 'm1', turns: 1, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', model: 'm1', turns: 2, summaries: 1, promptTokens: 33, completionTokens: 12, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', userId: 'bob', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+  ]);
+  expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'session' })).toEqual([
+    { tenant: 'acme', userId: 'ann', sessionId: 's', model: 'm1', turns: 1, summaries: 1, promptTokens: 30, completionTokens: 9, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', sessionId: 's', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', userId: 'ann', sessionId: 'x', model: 'm1', turns: 1, summaries: 0, promptTokens: 3, completionTokens: 3, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'bob', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
   ]);
   expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'tenant' })).toEqual([
-    { tenant: 'acme', model: 'm1', turns: 2, promptTokens: 17, completionTokens: 12, samplingTokens: 0 },
-    { tenant: 'acme', model: 'm2', turns: 1, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', model: 'm1', turns: 3, summaries: 1, promptTokens: 40, completionTokens: 19, samplingTokens: 0 },
+    { tenant: 'acme', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
   ]);
-  expect(await ledger.sum({ tenant: 'acme', userId: 'bob', ...DAY, groupBy: 'tenant' })).toEqual([
-    { tenant: 'acme', model: 'm1', turns: 1, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+  expect(await ledger.sum({ tenant: 'acme', userId: 'bob', ...DAY, groupBy: 'session' })).toEqual([
+    { tenant: 'acme', userId: 'bob', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
   ]);
   expect(await ledger.sum({ tenant: 'nobody', ...DAY, groupBy: 'user' })).toEqual([]);
 }
@@ -50,7 +62,7 @@ test('the file store', async () => {
   expect((await reader.sum({ tenant: 'acme', userId: 'carl', ...DAY, groupBy: 'user' })).length).toBe(0);
   appendFileSync(file, `${JSON.stringify(rec('t9', 'carl', '2026-11-25T05:00:00Z', [1, 1, 1]))}\n{"turnId":"t10","ten`);
   expect(await reader.sum({ tenant: 'acme', userId: 'carl', ...DAY, groupBy: 'user' })).toEqual([
-    { tenant: 'acme', userId: 'carl', model: 'm1', turns: 1, promptTokens: 1, completionTokens: 1, samplingTokens: 1 },
+    { tenant: 'acme', userId: 'carl', model: 'm1', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 1, samplingTokens: 1 },
   ]);
 });
 

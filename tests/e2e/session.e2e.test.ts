@@ -142,6 +142,25 @@ test('older messages are summarized, the model gets summary + newest messages wi
     .filter((m) => m.role !== 'system' || m.content.startsWith('Summary'))
     .reduce((n, m) => n + Math.ceil(m.content.length / 4) + 4, 0);
   expect(historyTokens).toBeLessThanOrEqual(400);
+
+  // The summaries' tokens are the owner's, beside the session's turns, in the usage report by session
+  // (one record per summary the model answered; the last may still be on its way).
+  const summarized = () => sys.model.requests().filter((r) => (r.body as { messages: { content: string }[] }).messages.at(-1)?.content.startsWith('Summarize the conversation below')).length;
+  const turnIds = s.messages.filter((m: { role: string }) => m.role === 'user').map((m: { turnId: string }) => m.turnId);
+  expect(turnIds).toHaveLength(10);
+  let turnTokens = 0;
+  for (const id of turnIds) {
+    const { usage } = (await getJson(`${sys.apiUrl}/v1/turns/${id as string}`)).body as { usage: { promptTokens: number; completionTokens: number } };
+    turnTokens += usage.promptTokens + usage.completionTokens;
+  }
+  const row = await waitFor(async () => {
+    const rows = (await getJson(`${sys.apiUrl}/v1/admin/usage?groupBy=session`)).body.rows as Array<{ sessionId: string; turns: number; summaries: number; totalTokens: number; userId: string }>;
+    const r = rows.find((x) => x.sessionId === 'long');
+    return r && r.turns === 10 && r.summaries === summarized() ? r : undefined;
+  }, 15_000, 200);
+  expect(row.summaries).toBeGreaterThan(0);
+  expect(row.userId).toBe('u-ada');
+  expect(row.totalTokens).toBeGreaterThan(turnTokens);
 }, 120_000);
 
 test("sessions are per user: another user's session with the same id is theirs alone", async () => {
