@@ -50,6 +50,7 @@ import { renderContent, renderResourceContents, toToolOutcome } from './render';
 import { callerContext, type CallerContext } from './user-token';
 import { createTransport, openHttpWithFallback, pidOf, sessionIdOf, terminateHttpSession, type TransportKind } from './transports';
 import type { CallToolRequest, McpHub, ToolTaskRef } from './types';
+import { inClientSpan } from '../telemetry/tracing';
 
 export interface HubLogger {
   debug(obj: object, msg?: string): void;
@@ -131,6 +132,9 @@ const PROBE_TIMEOUT_MS = 5_000;
 const TASK_TTL_MS = 60 * 60_000;
 
 const noop = (): void => undefined;
+/** A request's `_meta`: the caller's fields and the trace context of its span; absent when both are empty. */
+const metaParam = (meta: Record<string, unknown> | undefined, trace: Record<string, string>): { _meta?: Record<string, unknown> } =>
+  meta || Object.keys(trace).length ? { _meta: { ...meta, ...trace } } : {};
 const silentLogger: HubLogger = { debug: noop, info: noop, warn: noop, error: noop };
 
 interface Connection {
@@ -411,9 +415,11 @@ export class McpServerHub implements McpHub, McpContextSource {
     return await this.permanentOnRefusal(
       slot,
       this.withConnection(slot, opts.signal, timeout, async (conn) => {
-        const result = await conn.client.readResource(
-          { uri, ...(opts.meta ? { _meta: opts.meta } : {}) },
-          { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+        // A span per request sent (below the resilient hub's cache: a cached read sends none), its
+        // context in `_meta` (traceparent) for the server's own traces, as for tools/call.
+        const attributes = { 'mcp.server': server, 'mcp.method': 'resources/read', 'mcp.resource.uri': uri };
+        const result = await inClientSpan(`resources/read ${server}`, attributes, (trace) =>
+          conn.client.readResource({ uri, ...metaParam(opts.meta, trace) }, { ...(opts.signal ? { signal: opts.signal } : {}), timeout }),
         );
         this.subscribe(slot, conn, uri);
         return result.contents.map((c) => renderResourceContents(c)).join('\n');
@@ -432,9 +438,12 @@ export class McpServerHub implements McpHub, McpContextSource {
     return await this.permanentOnRefusal(
       slot,
       this.withConnection(slot, opts.signal, timeout, async (conn) => {
-        const result = await conn.client.getPrompt(
-          { name, ...(args ? { arguments: args } : {}), ...(opts.meta ? { _meta: opts.meta } : {}) },
-          { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+        const attributes = { 'mcp.server': server, 'mcp.method': 'prompts/get', 'mcp.prompt': name };
+        const result = await inClientSpan(`prompts/get ${server}/${name}`, attributes, (trace) =>
+          conn.client.getPrompt(
+            { name, ...(args ? { arguments: args } : {}), ...metaParam(opts.meta, trace) },
+            { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+          ),
         );
         return result.messages.map((m) => `${m.role}: ${renderContent([m.content])}`).join('\n\n');
       }),

@@ -1,0 +1,84 @@
+/**
+ * Context gathering in the trace: each resources/read and prompts/get the pool sends gets a client
+ * span under the caller's span, and the server receives that span's context in `_meta.traceparent`
+ * beside the caller's own fields; a read the resilient hub answers from its cache sends nothing and
+ * has no span. A real Streamable HTTP MCP server records the `_meta` of every request.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import pino from 'pino';
+import { z } from 'zod';
+import { parseMcpConfig } from '../../src/mcp/config';
+import { McpServerHub } from '../../src/mcp/pool';
+import { ResilientHub } from '../../src/mcp/resilience';
+
+const exporter = new InMemorySpanExporter();
+const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const received: Array<{ method: string; meta: Record<string, unknown> | undefined }> = [];
+let http: Server;
+let hub: ResilientHub;
+
+beforeAll(async () => {
+  provider.register();
+  http = createServer((req, res) => {
+    // Stateless: a fresh MCP server and transport per request keeps the recorder trivial.
+    const mcp = new McpServer({ name: 'ctx', version: '1' });
+    mcp.registerResource('notes', 'ctx://notes', { mimeType: 'text/plain' }, async (uri, extra) => {
+      received.push({ method: 'resources/read', meta: extra._meta });
+      return { contents: [{ uri: uri.href, text: 'ada likes tea' }] };
+    });
+    mcp.registerPrompt('greet', { argsSchema: { name: z.string() } }, async ({ name }, extra) => {
+      received.push({ method: 'prompts/get', meta: extra._meta });
+      return { messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}.` } }] };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close());
+    void mcp.connect(transport).then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  const servers = new McpServerHub(parseMcpConfig({ mcpServers: { ctx: { url } } }, {}, process.cwd()), { logger: pino({ level: 'silent' }) });
+  hub = new ResilientHub(servers, { breaker: { failureThreshold: 5, cooldownMs: 1_000 }, cache: { ttlMs: 60_000, maxStaleMs: 60_000 } });
+});
+
+afterAll(async () => {
+  await hub.close();
+  await new Promise((r) => http.close(r));
+  await provider.shutdown();
+  trace.disable();
+  propagation.disable();
+  context.disable();
+});
+
+test('resources/read and prompts/get: a client span each under the caller, its traceparent in _meta', async () => {
+  const user = { 'dmh/user': { id: 'u-ada', tenant: 'demo' } };
+  const parent = await trace.getTracer('test').startActiveSpan('RunActivity:gatherContext', async (span) => {
+    expect(await hub.readResource('ctx', 'ctx://notes', { meta: user })).toContain('ada likes tea');
+    expect(await hub.getPrompt('ctx', 'greet', { name: 'Ada' }, { meta: user })).toBe('user: Greet Ada.');
+    // Read again within the cache's TTL: answered without a request, so without a span.
+    expect(await hub.readResource('ctx', 'ctx://notes', { meta: user })).toContain('ada likes tea');
+    span.end();
+    return span.spanContext();
+  });
+
+  const spans = exporter.getFinishedSpans().filter((s) => s.name !== 'RunActivity:gatherContext');
+  expect(spans.map((s) => s.name).sort()).toEqual(['prompts/get ctx/greet', 'resources/read ctx']);
+  expect(received.map((r) => r.method)).toEqual(['resources/read', 'prompts/get']);
+  for (const s of spans) {
+    expect(s.kind).toBe(SpanKind.CLIENT);
+    expect(s.spanContext().traceId).toBe(parent.traceId);
+    expect(s.parentSpanId).toBe(parent.spanId);
+    const method = s.attributes['mcp.method'];
+    const got = received.find((r) => r.method === method);
+    // The server sees this span as its parent, and the caller's fields are still there.
+    expect(got?.meta?.['traceparent']).toBe(`00-${parent.traceId}-${s.spanContext().spanId}-01`);
+    expect(got?.meta?.['dmh/user']).toEqual(user['dmh/user']);
+  }
+  expect(spans.find((s) => s.name === 'resources/read ctx')?.attributes).toMatchObject({ 'mcp.server': 'ctx', 'mcp.resource.uri': 'ctx://notes' });
+  expect(spans.find((s) => s.name === 'prompts/get ctx/greet')?.attributes).toMatchObject({ 'mcp.server': 'ctx', 'mcp.prompt': 'greet' });
+});
