@@ -200,6 +200,22 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
     }
     const victim = workers.find((w) => w.pid === pid);
     expect(victim).toBeDefined();
+    // Killed mid-call: once its attempt is audited (the append precedes the request, and the payments
+    // server holds the call 2.5 s). The started event is pushed as the turn schedules the call, so the
+    // worker may have only just begun the attempt when it is found.
+    const audited = new Pool({ connectionString: pg.url, max: 1 });
+    audited.on('error', () => undefined);
+    try {
+      await waitFor(async () => {
+        const { rows } = await audited.query<{ n: string }>(
+          "SELECT count(*) AS n FROM dmh_audit WHERE entry::jsonb->>'workflowId' = $1 AND entry::jsonb->>'tool' = 'process_payment' AND entry::jsonb->>'kind' = 'tool_call'",
+          [post.body.turnId as string],
+        );
+        return Number(rows[0]?.n ?? 0) >= 1 ? true : undefined;
+      }, 10_000, 20);
+    } finally {
+      await audited.end();
+    }
     await victim?.kill();
     workers = workers.filter((w) => w !== victim);
 
