@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   CancelledFailure,
   condition,
+  deprecatePatch,
   isCancellation,
   log,
   patched,
@@ -14,13 +15,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { buildInitialMessages, planToolCalls, toLlmTools, truncate, type PlannedCall } from '../core/host-loop';
+import { buildInitialMessages, planToolCalls, truncate, type PlannedCall } from '../core/host-loop';
 import { decideTool, filterCatalog } from '../core/policy';
 import { createTurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
-import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome, ToolRef } from '../shared/tool-types';
+import type { CatalogRefs, ToolOutcome, ToolRef } from '../shared/tool-types';
 import { DEFAULT_ACTIVITY_TIMEOUTS } from '../shared/turn';
 import type { ChatMessage, ElicitationAnswer, LlmRequest, RetryProfile, SamplingAllowance, TurnError, TurnInput, TurnState } from '../shared/turn';
 import { handleApprovals } from './approvals';
@@ -137,16 +138,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     }
     const history = begin?.history ?? input.history;
     emit('status', { status: 'running', phase: 'gathering_context' });
-    // The catalog is an in-memory read in the worker: a local activity saves a server round trip and
-    // a workflow task before the first LLM call. Turns recorded before this change replay as before.
-    // Since tool references: the turn records names and servers only, and each LLM step sends names
-    // that the worker resolves to schemas (no schema is copied into history per step).
-    const byReference = patched('catalog-by-reference');
-    const listCatalog: Promise<CatalogRefs | Catalog> = byReference
-      ? localDiscovery.listToolRefs()
-      : patched('catalog-as-local-activity')
-        ? localDiscovery.listCatalog()
-        : discovery.listCatalog.executeWithOptions({ summary: 'list tools of all MCP servers' }, []);
+    // The catalog is an in-memory read in the worker, as a local activity (no server round trip), and
+    // the turn records tool references only: each LLM step sends names the worker resolves to schemas.
+    // Every running turn has recorded the 'catalog-by-reference' marker since that change, so the
+    // patch is deprecated and the older paths are gone: turns that wrote the marker replay as recorded,
+    // histories from before it are retired, and the call itself goes next (docs/decisions/0017).
+    deprecatePatch('catalog-by-reference');
+    const listCatalog: Promise<CatalogRefs> = localDiscovery.listToolRefs();
     const [catalog, context] = await Promise.all([
       listCatalog.catch(
         (err: unknown): CatalogRefs => {
@@ -181,10 +179,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       finished('completed');
       return state;
     }
-    // By name (resolved in the worker), or in full for turns that started before tool references.
-    const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = byReference
-      ? { tools: [], toolNames: visibleTools.map((t) => t.name) }
-      : { tools: toLlmTools(visibleTools as CatalogTool[]) };
+    // By name: the worker resolves them to schemas.
+    const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = { tools: [], toolNames: visibleTools.map((t) => t.name) };
     const messages: ChatMessage[] = buildInitialMessages({
       systemPrompt: options.systemPrompt,
       context: context.pieces,
