@@ -6,7 +6,7 @@ import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import type { TurnInput, TurnState } from '../src/shared/turn';
 import { defaultHostConfig, type TestSystem } from '../tests/helpers/system';
 import { runInProcessTurn, type InProcessDeps, type InProcessResult } from './lib/in-process';
-import { benchMessage } from './lib/scripts';
+import { benchMessage, readOnlyMessage } from './lib/scripts';
 import type { Policy } from '../src/shared/policy';
 import type { UserContext } from '../src/shared/user';
 import { SESSION } from './options';
@@ -20,16 +20,16 @@ export const RUN_TAG = Date.now().toString(36);
 /** A key unique within the run. */
 export const nextTag = (): string => `${RUN_TAG}${(turnCounter++).toString(36)}`;
 /** Every turn gets its own session: turns of one session run one after another, and the bench wants concurrency. */
-export function nextTurn(toolSteps: number): { turnId: string; sessionId: string; text: string } {
+export function nextTurn(toolSteps: number, readOnly = false): { turnId: string; sessionId: string; text: string } {
   const key = nextTag();
   const sessionId = `${SESSION}-${key}`;
-  return { turnId: `turn-${sessionId}-${key}`, sessionId, text: benchMessage(toolSteps, key) };
+  return { turnId: `turn-${sessionId}-${key}`, sessionId, text: readOnly ? readOnlyMessage(key) : benchMessage(toolSteps, key) };
 }
 
 export interface Paths {
   inProcess(toolSteps: number): Promise<InProcessResult>;
-  /** Resolves with the turn id, so its history can be read afterwards. */
-  durable(toolSteps: number): Promise<string>;
+  /** Resolves with the turn id, so its history can be read afterwards. `readOnly`: the 1-step read-only script instead. */
+  durable(toolSteps: number, readOnly?: boolean): Promise<string>;
   /** The same turn started directly as a standalone turn workflow (no session): what the session costs. */
   direct(toolSteps: number): Promise<string>;
   /** Temporal's floor: a workflow of `shape` with no-op activities on the same server (bench/floor). */
@@ -81,8 +81,8 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       expectSteps('direct', toolSteps, state.steps, failed, state.text ?? '');
       return turnId;
     },
-    async durable(toolSteps) {
-      const { turnId, sessionId, text } = nextTurn(toolSteps);
+    async durable(toolSteps, readOnly = false) {
+      const { turnId, sessionId, text } = nextTurn(toolSteps, readOnly);
       const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
       if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
       const state = (await turnResult(sys.client, turnId)) as TurnState;

@@ -30,6 +30,25 @@ function script(toolSteps: number): NonNullable<DemoRules['scripts']>[number] {
   };
 }
 
+/** A 1-step turn whose tools are all read-only: two parallel `everything__echo` calls (local activities). */
+export function readOnlyMessage(tag: string): string {
+  return `benchro ${tag}`;
+}
+
+const READ_ONLY_SCRIPT: NonNullable<DemoRules['scripts']>[number] = {
+  name: 'bench-read-only',
+  match: '^benchro (\\S+)$',
+  steps: [
+    {
+      toolCalls: [
+        { name: 'everything__echo', arguments: { message: '{{match.1}} a' } },
+        { name: 'everything__echo', arguments: { message: '{{match.1}} b' } },
+      ],
+    },
+    { text: 'Done: {{tool:everything__echo}}' },
+  ],
+};
+
 /** Fixed text answers for the streaming section (no tool step: catalog, then one streamed LLM call). */
 export const STREAM_REPLIES = {
   /** 20 characters. */
@@ -51,6 +70,7 @@ export function benchRules(): DemoRules {
     fallback: '(bench) no script for that message',
     scripts: [
       ...STEP_COUNTS.map(script),
+      READ_ONLY_SCRIPT,
       ...(Object.keys(STREAM_REPLIES) as StreamReply[]).map((reply) => ({
         name: `stream-${reply}`,
         match: `^stream${reply} (\\S+)$`,
