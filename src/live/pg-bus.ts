@@ -10,7 +10,8 @@
  * the ingest route waits for before answering (so order holds across replicas too); delivery is at
  * most once. While a replica's listening connection is down it misses chunks (NOTIFYs committed before
  * its LISTEN is back are never delivered to it): its streams show a gap until the durable `text` event,
- * which is authoritative. It reconnects on its own, with a bounded backoff.
+ * which is authoritative. It reconnects on its own, with a bounded backoff. A connection that dies
+ * silently (a partition: no reset, no FATAL) is found by a periodic round trip on it (a liveness check).
  */
 import { Client, type Pool } from 'pg';
 import { type LiveChunk, LiveBatchSchema } from './chunk';
@@ -24,6 +25,9 @@ export const DEFAULT_CHANNEL = 'dmh_live';
 export const LISTEN_APPLICATION_NAME = 'dmh-live-listen';
 /** Longest wait between two attempts to listen again: a replica is never deaf much longer than its database is down. */
 export const MAX_RECONNECT_MS = 10_000;
+/** How often the listening connection proves it is alive, and how long it has to answer. */
+export const DEFAULT_CHECK_MS = 30_000;
+export const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
 
 export interface PgLiveBusOptions {
   /** Publishes (pg_notify) through the pool. */
@@ -35,6 +39,13 @@ export interface PgLiveBusOptions {
   channel?: string;
   /** Wait before the first attempt to listen again (500 ms); doubles after each failed attempt, up to MAX_RECONNECT_MS. */
   reconnectMs?: number;
+  /**
+   * Every `checkMs` (DEFAULT_CHECK_MS) the listening connection runs `SELECT 1`; no answer within
+   * `checkTimeoutMs` (DEFAULT_CHECK_TIMEOUT_MS), or an error, counts as a lost connection. A LISTEN
+   * only receives, so without it a silently dead connection would never be noticed.
+   */
+  checkMs?: number;
+  checkTimeoutMs?: number;
 }
 
 export interface LiveBus {
@@ -87,8 +98,12 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
   let closed = false;
   let listener: Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
+  /** The current listener's liveness checks (none while it is down). */
+  let checkTimer: NodeJS.Timeout | undefined;
   const firstDelay = opts.reconnectMs ?? 500;
   let delay = firstDelay;
+  const checkMs = opts.checkMs ?? DEFAULT_CHECK_MS;
+  const checkTimeoutMs = opts.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
   /** When the listening connection was lost (0 while it is up): the log says how long this replica was deaf. */
   let lostAt = 0;
   let markReady: () => void = () => undefined;
@@ -122,9 +137,29 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
       if (listener !== client) return;
       listener = undefined;
       lostAt = Date.now();
+      clearInterval(checkTimer);
       opts.logger.warn({ channel, err: why, retryInMs: delay }, 'live bus: listening connection lost; this replica misses live text until it listens again');
-      void client.end().catch(() => undefined);
+      // Destroyed, not ended: a graceful end waits for the server's answer, which a dead link never brings.
+      client.connection.stream.destroy();
       schedule();
+    };
+    // One check at a time: a check still waiting is the one that will time out.
+    let checking = false;
+    const check = async (): Promise<void> => {
+      if (checking || listener !== client) return;
+      checking = true;
+      let deadline: NodeJS.Timeout | undefined;
+      try {
+        const timedOut = new Promise<never>((_, reject) => {
+          deadline = setTimeout(() => reject(new Error(`liveness check: no answer within ${checkTimeoutMs} ms`)), checkTimeoutMs);
+        });
+        await Promise.race([client.query('SELECT 1'), timedOut]);
+      } catch (err) {
+        lost(reason(err));
+      } finally {
+        clearTimeout(deadline);
+        checking = false;
+      }
     };
     client.on('error', (err) => lost(err.message));
     client.on('end', () => lost('the connection ended'));
@@ -140,6 +175,8 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
       return;
     }
     listener = client;
+    checkTimer = setInterval(() => void check(), checkMs);
+    checkTimer.unref();
     delay = firstDelay;
     if (lostAt) opts.logger.info?.({ channel, deafMs: Date.now() - lostAt }, 'live bus: listening again');
     lostAt = 0;
@@ -189,6 +226,7 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
     async close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
+      clearInterval(checkTimer);
       const client = listener;
       listener = undefined;
       await client?.end().catch(() => undefined);
