@@ -229,7 +229,19 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
       clearInterval(checkTimer);
       const client = listener;
       listener = undefined;
-      await client?.end().catch(() => undefined);
+      if (!client) return;
+      // A graceful end waits for the server; across a dead link it would never come. Bounded by the
+      // liveness deadline, then the socket is destroyed, so shutting down never hangs.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          client.connection.stream.destroy();
+          resolve();
+        }, checkTimeoutMs);
+        timer.unref();
+      });
+      await Promise.race([client.end().catch(() => undefined), gaveUp]);
+      clearTimeout(timer);
     },
   };
 }

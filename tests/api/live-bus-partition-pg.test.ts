@@ -14,7 +14,7 @@ import { usePostgres } from '../helpers/postgres';
 const pg = usePostgres();
 
 let closers: Array<() => Promise<void>> = [];
-/** Proxies are closed first: a bus closing over a stalled link would wait for its goodbye forever. */
+/** Proxies are closed first, so a bus's close does not have to wait out its deadline on a stalled link. */
 let proxies: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of proxies) await close();
@@ -146,3 +146,15 @@ test('a LISTEN connection that goes silent is dropped within interval + deadline
   expect(text).not.toContain(pg.url());
   expect(text).not.toContain('dmh-local'); // the URL's password
 }, 20_000);
+
+test('closing a bus whose link has gone silent returns within its deadline instead of waiting for a goodbye', async () => {
+  const channel = 'dmh_live_check_close';
+  const proxy = await startProxy();
+  // No check fires during the test: the close alone has to cope with the dead link.
+  const subscriber = replica(channel, proxy.url, { checkMs: 60_000, checkTimeoutMs: 500 });
+  await subscriber.bus.ready;
+  proxy.stall(proxy.links[0] as Link);
+  const t0 = Date.now();
+  await subscriber.bus.close();
+  expect(Date.now() - t0).toBeLessThan(500 + 1_000);
+}, 15_000);
