@@ -3,14 +3,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import pino from 'pino';
 import { createActivities } from '../../src/activities';
-import type { LlmClient } from '../../src/llm/client';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
-import { createArgumentValidator } from '../../src/validation/json-schema';
 import type { ToolOutcome } from '../../src/shared/tool-types';
 import { NOTES_SERVER, requireBuild } from '../helpers/system';
+import { toolActivities } from '../helpers/tool-activities';
 
 /** The tool-call activity with the real hub and our notes server over stdio. */
 let dir: string;
@@ -30,15 +28,7 @@ beforeAll(() => {
     {},
     dir,
   );
-  hub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
-  acts = createActivities({
-    hub,
-    llm: {} as LlmClient,
-    validator: createArgumentValidator(),
-    logger: pino({ level: 'silent' }),
-    secrets: [],
-    heartbeatEveryMs: 100,
-  });
+  ({ hub, acts } = toolActivities(config));
 });
 
 afterAll(async () => {

@@ -7,14 +7,12 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import pino from 'pino';
 import { createActivities } from '../../src/activities';
-import type { LlmClient } from '../../src/llm/client';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import { Failure } from '../../src/shared/failures';
-import { createArgumentValidator } from '../../src/validation/json-schema';
 import { startApplyingServer, type ApplyingServer } from '../helpers/applying-server';
+import { toolActivities } from '../helpers/tool-activities';
 
 let server: ApplyingServer;
 let hub: McpServerHub;
@@ -36,15 +34,7 @@ beforeAll(async () => {
     {},
     process.cwd(),
   );
-  hub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
-  acts = createActivities({
-    hub,
-    llm: {} as LlmClient,
-    validator: createArgumentValidator(),
-    logger: pino({ level: 'silent' }),
-    secrets: [],
-    heartbeatEveryMs: 100,
-  });
+  ({ hub, acts } = toolActivities(config));
   await hub.catalog();
 });
 
@@ -117,7 +107,7 @@ test.each([
 test('a request that provably never reached the server (connection refused) stays retryable', async () => {
   const doomed = await startApplyingServer();
   const config = parseMcpConfig({ mcpServers: { doomed: { url: doomed.url } } }, {}, process.cwd());
-  const doomedHub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
+  const { hub: doomedHub, acts: doomedActs } = toolActivities(config);
   try {
     await doomedHub.catalog(); // connected and listed: the tool is known
     await doomed.close(); // now every request is refused at connect time
@@ -130,7 +120,6 @@ test('a request that provably never reached the server (connection refused) stay
     );
     expect(err?.name).toBe(Failure.McpTransientError);
     expect(err?.requestSent).toBe(false);
-    const doomedActs = createActivities({ hub: doomedHub, llm: {} as LlmClient, validator: createArgumentValidator(), logger: pino({ level: 'silent' }), secrets: [], heartbeatEveryMs: 100 });
     const viaActivity = await failure(new MockActivityEnvironment(), { ...call('doomed', 'apply') }, doomedActs);
     expect(viaActivity.nonRetryable).toBe(false);
     expect(viaActivity.type).not.toBe(Failure.McpOutcomeUnknown);
