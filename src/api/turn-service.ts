@@ -17,7 +17,6 @@ import type { ApprovalsInbox, DecidableApproval, Health, InputBody, PendingAppro
 import { createArgumentValidator } from '../validation/json-schema';
 import { HttpError, notFound } from './errors';
 import type { TurnGateway } from './gateway';
-import type { SessionView } from '../shared/session';
 import { SYSTEM_MESSAGES } from './system-messages';
 import { summarize, type WorkerReports } from '../health/reports';
 import { totalTokens, type UsageGroup, type UsageLedger, type UsageRow } from '../usage/ledger';
@@ -26,6 +25,19 @@ import type { UsageQuery, UsageReport } from './contract';
 
 /** How long a session view may lag behind a turn that has ended before it is answered as it is. */
 const SESSION_CATCH_UP_MS = 2_000;
+
+/**
+ * Reads until `caughtUp` holds, or SESSION_CATCH_UP_MS has passed (then the last read stands): a
+ * session records a turn's end a moment after the turn's stream said `done`.
+ */
+async function untilCaughtUp<T>(read: () => Promise<T>, caughtUp: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + SESSION_CATCH_UP_MS;
+  for (;;) {
+    const value = await read();
+    if (caughtUp(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 15));
+  }
+}
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;
@@ -159,12 +171,10 @@ export function createTurnService(opts: TurnServiceOptions) {
   const sessionCaughtUp = async (user: UserContext, sessionId: string): Promise<void> => {
     const ended = opts.justEnded?.({ id: user.id, tenant: user.tenant }, sessionId, SESSION_CATCH_UP_MS);
     if (!ended) return;
-    const deadline = Date.now() + SESSION_CATCH_UP_MS;
-    while (Date.now() < deadline) {
-      const view = await gateway.getSession(user, sessionId).catch(() => null);
-      if (!view || view.activeTurnId !== ended) return;
-      await new Promise((r) => setTimeout(r, 15));
-    }
+    await untilCaughtUp(
+      () => gateway.getSession(user, sessionId).catch(() => null),
+      (view) => !view || view.activeTurnId !== ended,
+    );
   };
 
   /** Starts the caller's turn: 503 when Temporal is down, 409 when the session's queue is full. */
@@ -364,17 +374,16 @@ export function createTurnService(opts: TurnServiceOptions) {
       // A stream says `done` as the turn's last workflow task runs; its session records the answer a
       // moment later. A view that still shows an ended turn as active is read again (bounded), so a
       // client that asks right after `done` finds the answer in the transcript.
-      const deadline = Date.now() + SESSION_CATCH_UP_MS;
-      let view: SessionView | null;
-      let activeTurn: TurnState | null;
-      for (;;) {
-        view = await unavailableOnError(() => gateway.getSession(user, sessionId));
-        if (!view) throw notFound(`session ${sessionId}`);
-        const activeId = view.activeTurnId;
-        activeTurn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
-        if (!activeTurn || !TERMINAL_STATUSES.includes(activeTurn.status) || Date.now() > deadline) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      const { view, activeTurn } = await untilCaughtUp(
+        async () => {
+          const v = await unavailableOnError(() => gateway.getSession(user, sessionId));
+          if (!v) throw notFound(`session ${sessionId}`);
+          const activeId = v.activeTurnId;
+          const turn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
+          return { view: v, activeTurn: turn };
+        },
+        (r) => !r.activeTurn || !TERMINAL_STATUSES.includes(r.activeTurn.status),
+      );
       const pending = activeTurn?.status === 'awaiting_approval' ? decidable(activeTurn, approvalTimeoutMs(opts.policy())) : [];
       return {
         sessionId,
