@@ -64,7 +64,8 @@ function followTurn(turnId, token, update) {
     update((t) => ({ ...t, ...patch, running: false }));
   };
   let live = '';
-  // The message trace: every durable event with its server time, in order.
+  // The message trace: every durable event with its server time, in order (not the stream's opening
+  // `turn` event, the API's own and without an id: the turn card already shows it running).
   const trace = (type, d) => update((t) => ({ ...t, trace: [...t.trace, { type, at: Date.parse(d.at), data: d }] }));
   for (const type of ['status', 'tool_call_started', 'tool_call_finished', 'notice', 'approval_required', 'approval_decided', 'authorization_required', 'authorization_completed', 'input_required', 'input_provided', 'text', 'done', 'error', 'cancelled']) {
     source.addEventListener(type, (e) => {

@@ -28,15 +28,22 @@ export interface TimedApiTurn {
   postMs: number;
   /** SSE response headers received (the route writes them after its first describe + query). */
   sseHeadersMs: number;
-  /** First SSE event of any kind (comments and the `retry:` line do not count). */
+  /**
+   * First SSE event of any kind (comments and the `retry:` line do not count): the API's opening `turn`
+   * event (no id) since the stream opens with one.
+   */
   firstEventMs: number;
   firstEventType: string;
+  /** First durable event (one with an `id`: from the turn's workflow, through the worker's push or a read). */
+  firstDurableMs: number;
+  firstDurableType: string;
   /** First `text_delta`; undefined when none arrived (the final `text` event still carries the answer). */
   firstDeltaMs: number | undefined;
   /** `done` (or `error`) event. */
   endMs: number;
   endEvent: string;
   deltas: number;
+  /** Events with an `id`. */
   durableEvents: number;
   /** Live text rebuilt from text_delta offsets (last attempt). */
   liveText: string;
@@ -72,6 +79,8 @@ export async function timedApiTurn(apiUrl: string, token: string, sessionId: str
   let sseHeadersMs = Number.NaN;
   let firstEventMs = Number.NaN;
   let firstEventType = '';
+  let firstDurableMs = Number.NaN;
+  let firstDurableType = '';
   let firstDeltaMs: number | undefined;
   let endMs = Number.NaN;
   let endEvent = '';
@@ -101,6 +110,13 @@ export async function timedApiTurn(apiUrl: string, token: string, sessionId: str
           firstEventMs = at;
           firstEventType = e.event;
         }
+        if (e.id !== undefined) {
+          durableEvents += 1;
+          if (Number.isNaN(firstDurableMs)) {
+            firstDurableMs = at;
+            firstDurableType = e.event;
+          }
+        }
         if (e.event === 'text_delta') {
           firstDeltaMs ??= at;
           deltas += 1;
@@ -108,9 +124,8 @@ export async function timedApiTurn(apiUrl: string, token: string, sessionId: str
           liveText = liveText.slice(0, offset) + (e.data['text'] as string);
         } else if (e.event === 'text_reset') {
           liveText = '';
-        } else {
-          durableEvents += 1;
-          if (e.event === 'text') finalText = e.data['text'] as string;
+        } else if (e.event === 'text') {
+          finalText = e.data['text'] as string;
         }
         if (e.event === 'done' || e.event === 'error') {
           endMs = at;
@@ -127,7 +142,7 @@ export async function timedApiTurn(apiUrl: string, token: string, sessionId: str
   }
   if (endEvent !== 'done') throw new Error(`turn ${turnId}: stream ended with ${endEvent || 'no done event'} after ${since().toFixed(0)} ms`);
   return {
-    turnId, t0Epoch, postMs, sseHeadersMs, firstEventMs, firstEventType, firstDeltaMs, endMs, endEvent,
+    turnId, t0Epoch, postMs, sseHeadersMs, firstEventMs, firstEventType, firstDurableMs, firstDurableType, firstDeltaMs, endMs, endEvent,
     deltas, durableEvents, liveText, finalText, sseRetries,
   };
 }

@@ -168,7 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.usage ? { usage: deps.usage } : {}),
     ...(deps.live
       ? {
-          onSubmitted: (turnId: string, turn: PushedTurn) => deps.live?.hub.events.expect(turnId, turn),
+          onSubmitted: (turnId: string, turn: PushedTurn, position: number) => deps.live?.hub.events.expect(turnId, turn, position),
           justEnded: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => deps.live?.hub.events.justEnded(owner, sessionId, withinMs),
         }
       : {}),

@@ -4,8 +4,8 @@
  * then seed 004's view of it). One translation, two wire formats.
  */
 import type { LiveChunk } from '../live/chunk';
-import type { TurnEvent } from '../shared/turn';
-import type { ServerMessage } from './contract';
+import type { TurnEvent, TurnState } from '../shared/turn';
+import { STREAM_OPENING_EVENT, type ServerMessage, type StreamOpening } from './contract';
 import { toolErrorMessage } from './system-messages';
 import type { FeedItem } from './turn-follower';
 
@@ -34,6 +34,21 @@ function livePayload(c: LiveChunk) {
 
 /** The code of the live notice an LLM attempt's failure sends (another attempt follows). */
 export const LLM_RETRY_NOTICE = 'llm_retry';
+
+/**
+ * The frame every SSE stream of a turn opens with: the turn as `state` shows it (the hub's view or a
+ * read), without an `id`, so it takes none of the durable events' ids and leaves `Last-Event-ID` alone.
+ */
+export function sseOpening(turnId: string, state: Pick<TurnState, 'sessionId' | 'status'>, position?: number): string {
+  const data: StreamOpening = {
+    turnId,
+    sessionId: state.sessionId,
+    status: state.status,
+    ...(position !== undefined ? { position } : {}),
+    at: new Date().toISOString(),
+  };
+  return `event: ${STREAM_OPENING_EVENT}\ndata: ${JSON.stringify(data)}\n\n`;
+}
 
 /** One SSE frame: durable events with `id`, live text (`text_delta` / `text_reset`) and `waiting` without. */
 export function sseFrame(turnId: string, item: Delivered): string {

@@ -186,6 +186,32 @@ export const WaitingView = z.object({
 });
 export type WaitingView = z.output<typeof WaitingView>;
 
+/** The SSE event a stream of a turn opens with (see `StreamOpening`). */
+export const STREAM_OPENING_EVENT = 'turn';
+
+/**
+ * The data of the first event of every SSE stream of a turn (`event: turn`, no `id`): what the API
+ * knows of the turn when the stream opens, sent at once. For a turn the API has just accepted (or whose
+ * pushed events it holds) that is before the turn's workflow has said anything: the client learns
+ * straight away that its stream is open on a turn that exists, without waiting for Temporal. Not
+ * durable: it never moves `Last-Event-ID`, and a reconnect gets a new one.
+ */
+export const StreamOpening = z.object({
+  turnId: z.string(),
+  sessionId: z.string(),
+  status: TurnStatusSchema.describe(
+    "The turn's status as the API knows it at that moment (from the events it holds: a turn waiting for a decision may show as `running` until its `approval_required` event follows).",
+  ),
+  position: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe("Turns of the session ahead of it, as the POST answered: only while the turn has sent no event yet (this API accepted it a moment ago)."),
+  at: DateTime.describe("The API's time."),
+});
+export type StreamOpening = z.output<typeof StreamOpening>;
+
 export const TurnView = z.object({
   turnId: z.string(),
   sessionId: z.string(),

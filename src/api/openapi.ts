@@ -36,6 +36,8 @@ import {
   ServersList,
   SessionMessages,
   SessionParams,
+  STREAM_OPENING_EVENT,
+  StreamOpening,
   ToolCallBody,
   TurnParams,
   TurnView,
@@ -86,13 +88,22 @@ const accepted: JsonSchema = {
 };
 const MessageBody = messageBody();
 
-const SSE_EVENTS = `Server-sent events (\`text/event-stream\`). Every event has a dense, increasing \`id\` (1, 2, 3, ...) and an
-\`event\` type; \`data\` is one line of JSON holding the event's fields plus \`turnId\` and \`at\` (ISO time).
-Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or duplicates. Comments
-(\`: keep-alive\`) keep the connection open; the stream ends after \`done\`, \`error\` or \`cancelled\`.
+/** `{ a, b? }`: the fields of an event's data besides `turnId` and `at`, which every event has. */
+const fieldList = (schema: z.ZodObject): string =>
+  `{ ${Object.entries(schema.shape)
+    .filter(([k]) => k !== 'turnId' && k !== 'at')
+    .map(([k, v]) => (v instanceof z.ZodOptional ? `${k}?` : k))
+    .join(', ')} }`;
+
+const SSE_EVENTS = `Server-sent events (\`text/event-stream\`). Every durable event has a dense, increasing \`id\` (1, 2, 3, ...) and
+an \`event\` type; \`data\` is one line of JSON holding the event's fields plus \`turnId\` and \`at\` (ISO time).
+Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or duplicates. Events without \`id\` (below) are
+not durable: they never move \`Last-Event-ID\`. The stream always opens with \`${STREAM_OPENING_EVENT}\`, from the API at once.
+Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`done\`, \`error\` or \`cancelled\`.
 
 | event | data |
 |---|---|
+| \`${STREAM_OPENING_EVENT}\` | \`${fieldList(StreamOpening)}\`, no \`id\`: always the first event, sent by the API as soon as the stream opens, without waiting for the turn's workflow (a turn accepted a moment ago has not started yet): the turn's \`status\` as the API knows it and, while the turn has sent no event yet, its \`position\` as the POST answered. A reconnect gets a new one |
 | \`status\` | \`{ status, phase?, step?, count? }\`: progress (\`queued\`, \`gathering_context\`, \`calling_llm\`, \`calling_tools\`) |
 | \`tool_call_started\` | \`{ toolCallId, name, server, tool, arguments }\` |
 | \`tool_call_finished\` | \`{ toolCallId, name, isError, result }\` |
@@ -128,7 +139,8 @@ Client to server:
 Server to client:
 - \`connection\` \`{ state: "connected" | "reconnected", sessionId, clientId, message }\` once open (\`reconnected\`
   when the caller already has that session), and for a new session \`system\` \`{ code: "welcome", message }\`;
-- \`status\` \`{ state: "processing", message: "Working on it", turnId, position, created }\` for each accepted message;
+- \`status\` \`{ state: "processing", message: "Working on it", turnId, position, created }\` for each accepted message, at once
+  (from the API, before the turn's workflow has said anything: what the SSE stream's opening \`${STREAM_OPENING_EVENT}\` event is to HTTP clients);
 - for every turn of the session (sent on this socket, another one, or over HTTP), on every socket of the session:
   - \`event\` \`{ turnId, id, event, at, data }\` for each durable turn event, with the ids, types and data of
     \`/v1/turns/{turnId}/events\` (\`status\`, \`tool_call_started\`, \`tool_call_finished\`, \`text\`, \`notice\`,
@@ -233,8 +245,10 @@ export const routeSchemas = {
           'text/event-stream': {
             schema: {
               type: 'string',
-              description: 'Frames of `id:`, `event:` and `data:` lines, separated by blank lines.',
-              example: 'retry: 1000\n\nid: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.000Z"}\n\n',
+              description: 'Frames of `id:` (durable events only), `event:` and `data:` lines, separated by blank lines.',
+              example:
+                `retry: 1000\n\nevent: ${STREAM_OPENING_EVENT}\ndata: {"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}\n\n` +
+                'id: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.010Z"}\n\n',
             },
           },
         },

@@ -49,8 +49,11 @@ export interface TurnServiceOptions {
   limiters?: RateLimiters;
   /** Metrics (absent: nothing counted). */
   observer?: ApiObserver;
-  /** A new turn was started for its owner (the live hub expects its pushed events: see src/live/turn-events.ts). */
-  onSubmitted?: (turnId: string, turn: PushedTurn) => void;
+  /**
+   * A new turn was started for its owner, `position` turns behind in its session (the live hub expects
+   * its pushed events, and its streams open with that: see src/live/turn-events.ts).
+   */
+  onSubmitted?: (turnId: string, turn: PushedTurn, position: number) => void;
   /**
    * The owner's latest turn in the session, when the live hub saw it end a moment ago (its session may
    * not have recorded that yet). Absent: no hub, nothing to wait for.
@@ -202,7 +205,7 @@ export function createTurnService(opts: TurnServiceOptions) {
     }
     if (outcome.created) {
       opts.observer?.turnSubmitted(s.directCall ? 'tool_call' : 'message');
-      opts.onSubmitted?.(turnId, { sessionId: s.sessionId, owner: { id: user.id, tenant: user.tenant } });
+      opts.onSubmitted?.(turnId, { sessionId: s.sessionId, owner: { id: user.id, tenant: user.tenant } }, outcome.position);
     }
     return { turnId, position: outcome.position, created: outcome.created };
   };

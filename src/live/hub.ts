@@ -253,9 +253,9 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       read: (turnId, afterId) => store.read(turnId, afterId),
       streamView: (turnId, afterId) => store.streamView(turnId, afterId),
       justEnded: (owner, sessionId, withinMs) => store.justEnded(owner, sessionId, withinMs),
-      expect(turnId, turn) {
+      expect(turnId, turn, position) {
         if (closed) return;
-        store.expect(turnId, turn);
+        store.expect(turnId, turn, position);
         ensureSweeper();
       },
     },

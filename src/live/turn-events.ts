@@ -16,6 +16,11 @@ export interface TurnEventsRead {
   events: TurnEvent[];
   /** The highest event id known to exist (held, or announced by a `poll` hint). */
   lastKnownId: number;
+  /**
+   * Turns of its session ahead of it when this API accepted it (the POST's `position`): only while
+   * nothing of the turn has been pushed yet (afterwards its events say where it stands).
+   */
+  acceptedPosition?: number;
 }
 
 export interface TurnEventStore {
@@ -25,8 +30,9 @@ export interface TurnEventStore {
   /**
    * The API just started this turn for its owner: a stream opened before the first push arrives starts
    * from an empty view instead of a Temporal read. Changes nothing the pushes already said.
+   * `position`: turns of the session ahead of it, as the API answered the submission.
    */
-  expect(turnId: string, turn: PushedTurn): void;
+  expect(turnId: string, turn: PushedTurn, position?: number): void;
   /**
    * The turn as its events show it, for a stream's first read: owner, session, status (running or how
    * it ended), steps and the events after `afterId`; no tool calls or approvals. Only when every event
@@ -64,6 +70,8 @@ interface Held {
   owner?: { id: string; tenant: string };
   events: Map<number, TurnEvent>;
   lastKnownId: number;
+  /** Set by `expect`: the turns ahead of it when the API accepted it. */
+  position?: number;
   /** The lowest id still held may be above 1: older events were let go. */
   trimmed: boolean;
   chars: number;
@@ -157,9 +165,17 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
       return true;
     },
 
-    expect(turnId, turn) {
+    expect(turnId, turn, position) {
       if (live(turnId)) return;
-      const h: Held = { ...turn, events: new Map(), lastKnownId: 0, trimmed: false, chars: 0, touchedAt: opts.now() };
+      const h: Held = {
+        ...turn,
+        ...(position !== undefined ? { position } : {}),
+        events: new Map(),
+        lastKnownId: 0,
+        trimmed: false,
+        chars: 0,
+        touchedAt: opts.now(),
+      };
       turns.set(turnId, h);
       noteSession(turnId, h);
       while (turns.size > opts.maxTurns) {
@@ -171,7 +187,9 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
 
     read(turnId, afterId) {
       const h = live(turnId);
-      return h ? { events: sorted(h, afterId), lastKnownId: h.lastKnownId } : undefined;
+      if (!h) return undefined;
+      const accepted = h.lastKnownId === 0 && h.position !== undefined ? { acceptedPosition: h.position } : {};
+      return { events: sorted(h, afterId), lastKnownId: h.lastKnownId, ...accepted };
     },
 
     streamView(turnId, afterId) {

@@ -4,11 +4,15 @@ import { buildApp } from '../../src/api/app';
 import type { HttpError } from '../../src/api/errors';
 import { catalogRoutes } from '../../src/api/routes/catalog';
 import type { TurnService } from '../../src/api/turn-service';
+import type { AddressInfo } from 'node:net';
+import { StreamOpening } from '../../src/api/contract';
+import type { LiveChunk } from '../../src/live/chunk';
 import { createLiveTextHub } from '../../src/live/hub';
+import { parseSseBlock, type SseEvent, sseEvents } from '../../src/shared/sse';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import type { Catalog } from '../../src/shared/tool-types';
-import type { TurnState } from '../../src/shared/turn';
+import type { TurnEvent, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import type { SessionView, TranscriptMessage } from '../../src/shared/session';
 
@@ -158,11 +162,93 @@ test('events are SSE with ids; Last-Event-ID and ?after resume after that id', a
   expect(all.headers['content-type']).toMatch(/^text\/event-stream/);
   expect([...all.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['1', '2', '3']);
   expect(all.body).toMatch(/^event: done$/m);
+  // The stream opens with the API's `turn` event, without an id: here from the read of the turn (no live hub).
+  const opening = parseSseBlock(all.body.split('\n\n')[1] ?? '');
+  expect(opening).toEqual({ event: 'turn', data: { turnId, sessionId: 's1', status: 'completed', at: expect.any(String) } });
+  expect(StreamOpening.safeParse(opening?.data).success).toBe(true);
 
   const resumed = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events`, headers: { 'last-event-id': '2' } });
   expect([...resumed.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['3']);
+  expect([...resumed.body.matchAll(/^event: (\w+)$/gm)].map((m) => m[1])).toEqual(['turn', 'done']);
   const after = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events?after=1` });
   expect([...after.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['2', '3']);
+});
+
+test("the stream's first event comes from the API at once, before the turn's workflow has said anything; it takes no id and resuming is unchanged", async () => {
+  const gateway = fakeGateway();
+  // Temporal has not run the turn's first workflow task yet: a read of the turn waits (until released).
+  let reads = 0;
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const getTurn = gateway.getTurn.bind(gateway);
+  gateway.getTurn = async (turnId, after, opts) => {
+    reads++;
+    await released;
+    return getTurn(turnId, after, opts);
+  };
+  const hub = createLiveTextHub();
+  const app = await buildApp({ gateway, auth: fakeAuth, policy: () => openPolicy, maxMessageChars: 100, ssePollMs: 5, live: { hub, secret: 'worker-secret-0123456789' } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const streams: AbortController[] = [];
+  /** Opens the turn's stream; `next()` is its next event, or undefined if none comes within `ms`. */
+  const open = async (turnId: string, lastEventId?: string) => {
+    const controller = new AbortController();
+    streams.push(controller);
+    const res = await fetch(`${base}/v1/turns/${turnId}/events`, {
+      headers: { ...ALICE, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+      signal: controller.signal,
+    });
+    expect(res.status).toBe(200);
+    const events = sseEvents(res.body as unknown as AsyncIterable<Uint8Array>);
+    const pending: { next?: Promise<IteratorResult<SseEvent>> } = {};
+    return {
+      next: async (ms = 1_000): Promise<SseEvent | undefined> => {
+        pending.next ??= events.next();
+        const got = await Promise.race([pending.next, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
+        if (got === undefined) return undefined;
+        delete pending.next;
+        return got.done ? undefined : got.value;
+      },
+      close: () => controller.abort(),
+    };
+  };
+  try {
+    const accepted = await fetch(`${base}/v1/sessions/s1/messages`, { method: 'POST', headers: { ...ALICE, 'content-type': 'application/json' }, body: '{"text":"hi"}' });
+    const { turnId, position } = (await accepted.json()) as { turnId: string; position: number };
+    const pushed = (id: number, type: TurnEvent['type'] = 'status'): LiveChunk => ({
+      turnId, step: 1, attempt: 1, kind: 'event', offset: 0, text: '', turn: { sessionId: 's1', owner: { id: 'alice', tenant: 'demo' } },
+      event: { id, type, at: new Date().toISOString(), data: { status: type === 'done' ? 'completed' : 'running' } },
+    });
+
+    const started = Date.now();
+    const first = await open(turnId);
+    const opening = await first.next(200);
+    expect(Date.now() - started).toBeLessThan(200);
+    // Nothing pushed, nothing read from Temporal: the API said it from what it knows (the POST's answer).
+    expect(opening).toEqual({ event: 'turn', data: { turnId, sessionId: 's1', status: 'running', position, at: expect.any(String) } });
+    expect(reads).toBe(0);
+    release();
+    // The workflow's events follow with their own ids, from 1.
+    hub.ingest([pushed(1), pushed(2)]);
+    expect(await first.next()).toMatchObject({ id: '1', event: 'status' });
+    expect(await first.next()).toMatchObject({ id: '2', event: 'status' });
+    first.close();
+
+    // A reconnect opens the same way (no position: the turn has spoken since), then resumes after its
+    // Last-Event-ID without loss or duplicates.
+    const again = await open(turnId, '1');
+    expect(await again.next(200)).toEqual({ event: 'turn', data: { turnId, sessionId: 's1', status: 'running', at: expect.any(String) } });
+    expect(await again.next()).toMatchObject({ id: '2', event: 'status' });
+    hub.ingest([pushed(3, 'done')]);
+    expect(await again.next()).toMatchObject({ id: '3', event: 'done' });
+    expect(await again.next()).toBeUndefined(); // the stream ended
+  } finally {
+    release();
+    for (const c of streams) c.abort();
+    await app.close();
+    hub.close();
+  }
 });
 
 test('Temporal unreachable → 503 JSON on POST, healthz reports down; the API stays up', async () => {

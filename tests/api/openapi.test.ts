@@ -6,6 +6,8 @@ import { buildApp, type Authenticator } from '../../src/api/app';
 import { HttpError } from '../../src/api/errors';
 import type { TurnGateway } from '../../src/api/gateway';
 import { registerOpenApi, routeSchemas } from '../../src/api/openapi';
+import { STREAM_OPENING_EVENT, StreamOpening } from '../../src/api/contract';
+import { parseSseBlock } from '../../src/shared/sse';
 import { openPolicy } from '../helpers/fake-auth';
 
 // Every route the app declares, seen by an onRoute hook added the moment the instance is created
@@ -113,6 +115,26 @@ test('/v1 routes require the bearer JWT and document the JSON errors; /healthz r
   const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { parameters: Array<{ in: string; name: string }> };
   expect(Object.keys(events.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
   expect(events.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'Last-Event-ID' })]));
+});
+
+test("the SSE stream's opening event is documented from its contract schema: name, fields, no id, first in the example", async () => {
+  const { doc } = await setup();
+  const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { description: string };
+  const row = events.description.split('\n').find((l) => l.startsWith(`| \`${STREAM_OPENING_EVENT}\` |`));
+  expect(row).toBeDefined();
+  for (const [field, schema] of Object.entries(StreamOpening.shape)) {
+    if (field === 'turnId' || field === 'at') continue; // every event's
+    expect(row).toContain(schema.isOptional() ? `${field}?` : field);
+  }
+  expect(row).toMatch(/no `id`/);
+  const example = (events.responses['200']?.content?.['text/event-stream']?.schema as { example: string }).example;
+  const [retry, opening, durable] = example.split('\n\n');
+  expect(retry).toBe('retry: 1000');
+  const parsed = parseSseBlock(opening ?? '');
+  expect(parsed?.event).toBe(STREAM_OPENING_EVENT);
+  expect(parsed?.id).toBeUndefined();
+  expect(StreamOpening.safeParse(parsed?.data).success).toBe(true);
+  expect(parseSseBlock(durable ?? '')?.id).toBe('1');
 });
 
 test('the schemas are documentation only: requests keep the app’s own validation and error codes', async () => {

@@ -55,6 +55,23 @@ test('text deltas reach the SSE stream while the model writes, and add up to the
   expect(deltas.every((e) => e.id === undefined)).toBe(true);
 }, 60_000);
 
+test("the stream opens with the API's own `turn` event, before the workflow's first event; it has no id and a reconnect gets its own", async () => {
+  const { body } = await postMessage(sys.apiUrl, 'opening', 'short');
+  const url = `${sys.apiUrl}${body.eventsUrl as string}`;
+  const events = await readSse(url, { timeoutMs: 60_000 });
+  expect(events[0]).toEqual({ event: 'turn', data: { turnId: body.turnId, sessionId: 'opening', status: 'running', position: 0, at: expect.any(String) } });
+  expect(events.filter((e) => e.event === 'turn')).toHaveLength(1);
+  // The durable events keep their ids, dense from 1: the opening event took none of them.
+  const durable = events.filter((e) => e.id !== undefined);
+  expect(durable.map((e) => Number(e.id))).toEqual(durable.map((_, i) => i + 1));
+  expect(durable.at(-1)?.event).toBe('done');
+  // On a finished turn: the opening event (its end), then the rest after Last-Event-ID.
+  const rest = await readSse(url, { lastEventId: String(durable.length - 1), timeoutMs: 10_000 });
+  expect(rest.map((e) => [e.event, e.id])).toEqual([['turn', undefined], ['done', String(durable.length)]]);
+  expect(rest[0]?.data).toMatchObject({ status: 'completed' });
+  expect(rest[0]?.data.position).toBeUndefined();
+}, 60_000);
+
 test('history events per turn do not grow with the length of the answer', async () => {
   const short = await postMessage(sys.apiUrl, 'flat-short', 'short');
   await readSse(`${sys.apiUrl}${short.body.eventsUrl as string}`, { timeoutMs: 60_000 });

@@ -46,6 +46,19 @@ test('streamView answers only when every event from id 1 on is held, with owner,
   expect(hub.events.read(T, 2)).toEqual({ events: [], lastKnownId: 3 });
 });
 
+test("a turn the API just accepted is held with its position until its first push (a stream's opening event says it)", () => {
+  const { hub } = setup();
+  hub.events.expect(T, turn, 2);
+  expect(hub.events.read(T, 0)).toEqual({ events: [], lastKnownId: 0, acceptedPosition: 2 });
+  expect(hub.events.streamView(T, 0)).toMatchObject({ sessionId: 's', owner: turn.owner, status: 'running', events: [] });
+  // Once the turn speaks, its events say where it stands.
+  hub.ingest([ev(1, 'status', { phase: 'queued' })]);
+  expect(hub.events.read(T, 0)).toEqual({ events: [expect.objectContaining({ id: 1 })], lastKnownId: 1 });
+  // A turn the API did not accept (pushed only) has no position.
+  hub.ingest([{ ...ev(1), turnId: 'turn-s-2' }]);
+  expect(hub.events.read('turn-s-2', 1)).toEqual({ events: [], lastKnownId: 1 });
+});
+
 test('the final event gives the status; a finished turn is let go after retainMs, an idle one after idleMs', () => {
   const { hub, advance } = setup({ retainMs: 1_000, idleMs: 10_000 });
   hub.ingest([ev(1), ev(2, 'cancelled')]);

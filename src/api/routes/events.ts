@@ -1,13 +1,15 @@
 /**
  * GET /v1/turns/:turnId/events: the turn as server-sent events, from the follower (turn-follower.ts)
- * that also feeds the WebSocket. Durable events carry ids; a reconnect with Last-Event-ID (or ?after)
- * resumes after it, and live text restarts with the current step's text so far. Events come from
- * what the workers push (no Temporal read while that works), with the turn's query as the fallback.
+ * that also feeds the WebSocket. The stream opens with a `turn` event of the API's own (no id: see
+ * StreamOpening in ../contract.ts) as soon as the turn is known to be the caller's. Durable events
+ * carry ids; a reconnect with Last-Event-ID (or ?after) resumes after it, and live text restarts with
+ * the current step's text so far. Events come from what the workers push (no Temporal read while
+ * that works), with the turn's query as the fallback.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { LiveTextHub } from '../../live/hub';
 import { callerOf } from '../caller';
-import { sseFrame } from '../client-events';
+import { sseFrame, sseOpening } from '../client-events';
 import { EventsQuery, parseRequest, TurnParams } from '../contract';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
@@ -36,7 +38,10 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
     // Temporal (by query first: a stream is usually opened on a running turn).
     const caller = callerOf(request);
     const pushed = opts.live?.events.streamView(turnId, after);
-    const first = pushed && ownedBy(pushed, caller) ? pushed : await opts.service.turn(caller, turnId, { after, likelyRunning: true });
+    const fromHub = pushed !== undefined && ownedBy(pushed, caller);
+    const first = fromHub ? pushed : await opts.service.turn(caller, turnId, { after, likelyRunning: true });
+    // A turn this API accepted a moment ago and that has said nothing yet: where the POST put it.
+    const position = fromHub ? opts.live?.events.read(turnId, after)?.acceptedPosition : undefined;
 
     reply.hijack();
     const res = reply.raw;
@@ -48,7 +53,9 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    res.write('retry: 1000\n\n');
+    // The first event comes from what the API knows now, not from the turn's workflow: a turn just
+    // accepted has not run its first workflow task yet. It has no id (Last-Event-ID is untouched).
+    res.write(`retry: 1000\n\n${sseOpening(turnId, first, position)}`);
     const feed = followTurn(
       { gateway: opts.gateway, ...(opts.live ? { live: opts.live } : {}) },
       {
