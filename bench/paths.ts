@@ -1,7 +1,10 @@
 /** The two ways a bench turn runs: the in-process host loop and the durable turn (started with the API's own gateway code). */
-import { createTemporalGateway } from '../src/api/gateway';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { createTemporalGateway, ownerKey } from '../src/api/gateway';
+import { sessionWorkflowId } from '../src/shared/ids';
+import type { ChildTurnMessage } from '../src/shared/session';
 import { policyForRole } from '../src/core/policy';
-import { TURN_WORKFLOW_TYPE } from '../src/workflows/definitions';
+import { SESSION_WORKFLOW_TYPE, SessionIdKey, submitMessageUpdate, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../src/workflows/definitions';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import type { TurnInput, TurnState } from '../src/shared/turn';
 import { defaultHostConfig, type TestSystem } from '../tests/helpers/system';
@@ -19,17 +22,22 @@ let turnCounter = 0;
 export const RUN_TAG = Date.now().toString(36);
 /** A key unique within the run. */
 export const nextTag = (): string => `${RUN_TAG}${(turnCounter++).toString(36)}`;
-/** Every turn gets its own session: turns of one session run one after another, and the bench wants concurrency. */
-export function nextTurn(toolSteps: number, readOnly = false): { turnId: string; sessionId: string; text: string } {
+/** Every turn gets its own session unless told one (turns of one session run one after another, and the bench wants concurrency). */
+export function nextTurn(toolSteps: number, readOnly = false, inSession?: string): { turnId: string; sessionId: string; text: string } {
   const key = nextTag();
-  const sessionId = `${SESSION}-${key}`;
+  const sessionId = inSession ?? `${SESSION}-${key}`;
   return { turnId: `turn-${sessionId}-${key}`, sessionId, text: readOnly ? readOnlyMessage(key) : benchMessage(toolSteps, key) };
 }
 
 export interface Paths {
   inProcess(toolSteps: number): Promise<InProcessResult>;
   /** Resolves with the turn id, so its history can be read afterwards. `readOnly`: the 1-step read-only script instead. */
-  durable(toolSteps: number, readOnly?: boolean): Promise<string>;
+  durable(toolSteps: number, readOnly?: boolean, sessionId?: string): Promise<string>;
+  /**
+   * The same turn through a new session on the protocol sessions used before the API started turns
+   * itself: the session starts the turn as its child (still served for sessions that began on it).
+   */
+  durableAsChild(toolSteps: number): Promise<string>;
   /** The same turn started directly as a standalone turn workflow (no session): what the session costs. */
   direct(toolSteps: number): Promise<string>;
   /** Temporal's floor: a workflow of `shape` with no-op activities on the same server (bench/floor). */
@@ -81,8 +89,30 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       expectSteps('direct', toolSteps, state.steps, failed, state.text ?? '');
       return turnId;
     },
-    async durable(toolSteps, readOnly = false) {
-      const { turnId, sessionId, text } = nextTurn(toolSteps, readOnly);
+    async durableAsChild(toolSteps) {
+      const { turnId, sessionId, text } = nextTurn(toolSteps);
+      const owner = { id: user.id, tenant: user.tenant };
+      const message: ChildTurnMessage = { turnId, text, user, policy: policyForRole(policy, user.role), options: turnOptions };
+      await sys.client.workflow.executeUpdateWithStart(submitMessageUpdate, {
+        args: [message],
+        startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW_TYPE, {
+          workflowId: sessionWorkflowId(ownerKey(owner), sessionId),
+          taskQueue: sys.taskQueue,
+          args: [{ sessionId, owner, settings: sessionSettingsFrom(defaultHostConfig()) }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          typedSearchAttributes: [
+            { key: SessionIdKey, value: sessionId },
+            { key: UserIdKey, value: user.id },
+            { key: TenantIdKey, value: user.tenant },
+          ],
+        }),
+      });
+      const state = (await turnResult(sys.client, turnId)) as TurnState;
+      expectSteps('durable (child)', toolSteps, state.steps, state.toolCalls.filter((c) => c.isError).length, state.text ?? '');
+      return turnId;
+    },
+    async durable(toolSteps, readOnly = false, inSession) {
+      const { turnId, sessionId, text } = nextTurn(toolSteps, readOnly, inSession);
       const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
       if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
       const state = (await turnResult(sys.client, turnId)) as TurnState;

@@ -1,20 +1,22 @@
 /**
  * 6. What the session costs a turn (issue 13 §2): the same 1-step turn through a new session (the API's
- * path: update-with-start of the session, which starts the turn as its child) and started directly as
- * a standalone turn workflow with the same input (no session at all: the lower bound of any session
- * design), beside Temporal's floor of the turn's shape. Interleaved latency, then CPU in blocks of
- * each path alone, and history events per turn (the session's added to the turn's).
+ * path: update-with-start of the session registers the message, then the API starts the turn), through
+ * a new session on the earlier protocol (the session starts the turn as its child), through one session
+ * turn after turn, and started directly as a standalone turn workflow with the same input (no session
+ * at all: the lower bound of any session design), beside Temporal's floor of the turn's shape.
+ * Interleaved latency, then CPU in blocks of each path alone, and history events per turn (the
+ * session's added to the turn's).
  */
 import type { TestSystem } from '../../tests/helpers/system';
 import { summarize, type Summary } from '../lib/stats';
-import { log, type Options } from '../options';
+import { log, SESSION, type Options } from '../options';
 import type { FloorShape } from '../floor/workflows';
-import type { Paths } from '../paths';
+import { RUN_TAG, type Paths } from '../paths';
 import { cpuSplit, floorPids, meter, type Pids } from './cpu';
 import { table } from '../lib/stats';
 
-type PathName = 'session' | 'direct' | 'floor' | 'readOnly' | 'readOnlyFloor';
-const PATHS: readonly PathName[] = ['session', 'direct', 'floor', 'readOnly', 'readOnlyFloor'];
+type PathName = 'session' | 'sessionChild' | 'sessionReused' | 'direct' | 'floor' | 'readOnly' | 'readOnlyFloor';
+const PATHS: readonly PathName[] = ['session', 'sessionChild', 'sessionReused', 'direct', 'floor', 'readOnly', 'readOnlyFloor'];
 
 export interface SessionHopResult {
   turns: number;
@@ -36,13 +38,16 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
   const readOnlyShape = await paths.shapeOf(await paths.durable(1, true));
   const run: Record<PathName, () => Promise<unknown>> = {
     session: () => paths.durable(1),
+    sessionChild: () => paths.durableAsChild(1),
+    // One conversation: each turn the next message of the same session (the session is cached and idle).
+    sessionReused: () => paths.durable(1, false, `${SESSION}-hop-${RUN_TAG}`),
     direct: () => paths.direct(1),
     floor: () => paths.floor(shape),
     readOnly: () => paths.durable(1, true),
     readOnlyFloor: () => paths.floor(readOnlyShape),
   };
   for (let i = 0; i < opts.warmup; i++) for (const p of PATHS) await run[p]();
-  const samples: Record<PathName, number[]> = { session: [], direct: [], floor: [], readOnly: [], readOnlyFloor: [] };
+  const samples: Record<PathName, number[]> = { session: [], sessionChild: [], sessionReused: [], direct: [], floor: [], readOnly: [], readOnlyFloor: [] };
   for (let i = 0; i < turns; i++) {
     // Rotate which path goes first so none always runs right after another.
     for (let j = 0; j < PATHS.length; j++) {
@@ -80,6 +85,8 @@ export function renderSessionHop(r: SessionHopResult): string {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const label: Record<PathName, string> = {
     session: 'through a new session (API path)',
+    sessionChild: 'through a new session, as its child (before)',
+    sessionReused: 'through one session, turn after turn',
     direct: 'turn started directly',
     floor: `floor (${r.shape.local} local + ${r.shape.regular})`,
     readOnly: 'read-only tools only, through a new session',
@@ -101,7 +108,8 @@ export function renderSessionHop(r: SessionHopResult): string {
     `6. What the session costs: 1-tool-step turns, ${r.turns} per path, interleaved; CPU ms per turn in blocks of each path alone; ` +
       'the read-only turn (two everything__echo calls, local activities) against the floor of its own shape',
     table(['path', 'p50 ms', 'p99 ms', 'p50/floor', 'CPU temporal', 'CPU worker', 'CPU/floor'], rows),
-    `Session hop: +${f(r.latency.session.p50 - r.latency.direct.p50)} ms p50 and +${f(r.cpu.session.temporal + r.cpu.session.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms CPU per turn over starting the turn directly; ` +
+    `Session hop: +${f(r.latency.session.p50 - r.latency.direct.p50)} ms p50 and +${f(r.cpu.session.temporal + r.cpu.session.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms CPU per turn over starting the turn directly ` +
+      `(+${f(r.latency.sessionReused.p50 - r.latency.direct.p50)} ms and +${f(r.cpu.sessionReused.temporal + r.cpu.sessionReused.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms in a session that exists); ` +
       `history: the turn ${r.events.turn} events, its new session ${r.events.session} more.`,
   ].join('\n');
 }
