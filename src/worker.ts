@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import { type ApprovalWaitEnd, type MetricsSinks, TenantIdKey, type TurnAccounting, type TurnEventSinks, type TurnOutcome, UserIdKey } from './workflows/definitions';
+import { type ApprovalWaitEnd, type MetricsSinks, type SessionSinks, TenantIdKey, type TurnAccounting, type TurnEventSinks, type TurnOutcome, UserIdKey } from './workflows/definitions';
 import type { PushedTurn, TurnEvent } from './shared/turn';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
@@ -33,6 +33,7 @@ import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 import { createSummaryUsageRecorder, sessionOwnerFrom } from './usage/summary-usage';
+import { createSessionLink, sessionSinks } from './session-link';
 import { Client } from '@temporalio/client';
 
 /**
@@ -164,6 +165,8 @@ async function main(): Promise<void> {
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
         : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: workflowInterceptorModules(tracing.enabled) } };
     const traced = tracingWorkerOptions(tracing);
+    const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+    const sessionLink = createSessionLink(client);
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
@@ -191,6 +194,10 @@ async function main(): Promise<void> {
             callDuringReplay: false,
           },
         },
+        // A turn the API started for a session: its end, signalled to the session at once.
+        ...sessionSinks(sessionLink, (sessionWorkflowId, end, err) =>
+          logger.warn({ turnId: end.turnId, sessionWorkflowId, err: err instanceof Error ? err.message : String(err) }, 'telling the session that its turn ended failed; the session will check on the turn'),
+        ),
         // Each durable event to the API beside the live text, so its streams need no query. Runs after
         // the activation, possibly before the task is persisted: a retried task pushes the same ids
         // again and the API keeps the first copy (docs/decisions/0015-durable-events-pushed.md).
@@ -200,7 +207,7 @@ async function main(): Promise<void> {
             callDuringReplay: false,
           },
         },
-      } satisfies InjectedSinks<MetricsSinks & TurnEventSinks>,
+      } satisfies InjectedSinks<MetricsSinks & TurnEventSinks & SessionSinks>,
       activities: createActivities({
         audit,
         hub,
@@ -215,9 +222,11 @@ async function main(): Promise<void> {
         // Sessions' summaries, against their owner (read from the session workflow's search attributes).
         summaryUsage: createSummaryUsageRecorder({
           ledger: usage,
-          ownerOf: sessionOwnerFrom(new Client({ connection, namespace: env.TEMPORAL_NAMESPACE }), { user: UserIdKey, tenant: TenantIdKey }),
+          ownerOf: sessionOwnerFrom(client, { user: UserIdKey, tenant: TenantIdKey }),
           model: env.LLM_MODEL,
         }),
+        // Turns the API starts beside their session join it and tell it their end through this client.
+        sessions: sessionLink,
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });

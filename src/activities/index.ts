@@ -26,6 +26,7 @@ import type { Logger } from '../logger';
 import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
 import type { SummaryUsage } from '../usage/summary-usage';
+import { createSessionLinkActivities, type SessionLink } from './session-link';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
@@ -52,6 +53,8 @@ export interface ActivityDeps {
   llmEndpoint?: string;
   /** Records a session summary's tokens in the usage ledger (src/usage/summary-usage.ts); absent: not recorded. */
   summaryUsage?: (s: SummaryUsage) => Promise<void>;
+  /** Session and turn workflows, for turns the API started beside their session; absent: such turns fail to join. */
+  sessions?: SessionLink;
 }
 
 export interface ToolCallInput {
@@ -141,6 +144,8 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   return {
+    ...createSessionLinkActivities(deps.sessions),
+
     async recordAudit(entry: AuditRequest): Promise<void> {
       await deps.audit?.append(entry);
     },

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   type Client,
   WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
@@ -12,7 +13,7 @@ import { sealToken } from '../security/seal';
 import { policyForRole } from '../core/policy';
 import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
 import type { Catalog } from '../shared/tool-types';
-import type { DirectToolCall, TurnState, ApprovalInput, ProvideInput } from '../shared/turn';
+import type { DirectToolCall, TurnInput, TurnState, ApprovalInput, ProvideInput } from '../shared/turn';
 import type { TurnSettings } from '../config';
 import { Failure, failureTypeOf } from '../shared/failures';
 import {
@@ -26,6 +27,7 @@ import {
   sessionStateQuery,
   submitMessageUpdate,
   TENANT_ID_SEARCH_ATTRIBUTE,
+  turnEndedSignal,
   TenantIdKey,
   TURN_WORKFLOW_TYPE,
   USER_ID_SEARCH_ATTRIBUTE,
@@ -33,7 +35,7 @@ import {
   turnStateQuery,
 } from '../workflows/definitions';
 import type { UserContext } from '../shared/user';
-import type { SessionInput, SessionView, SubmitMessageInput } from '../shared/session';
+import type { SessionInput, SessionView, SubmitMessageInput, SubmitMessageResult, TurnEnd } from '../shared/session';
 
 export { SessionIdKey, TenantIdKey, UserIdKey };
 
@@ -108,7 +110,6 @@ export interface GatewayOptions {
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
   const { client } = opts;
-  const justSubmitted = createJustSubmitted();
   let cached: { at: number; value: Promise<Catalog> } | undefined;
   const reads: TurnReads = { queries: 0, describes: 0, results: 0 };
   const queryTurn = (handle: ReturnType<Client['workflow']['getHandle']>, afterEventId?: number): Promise<TurnState> => {
@@ -162,36 +163,44 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     async submitMessage({ turnId, sessionId, text, user, token, directCall }) {
       const owner = { id: user.id, tenant: user.tenant };
       const { policy, turnOptions, contextByRole, sessionSettings } = opts.settings();
-      const message: SubmitMessageInput = {
+      const sessionWorkflow = sessionWorkflowId(ownerKey(owner), sessionId);
+      const turnInput: TurnInput = {
         turnId,
-        text,
+        sessionId,
+        userText: text,
         ...(directCall ? { directCall } : {}),
         user,
         // Only the caller's role rule (and the shared settings): the turn decides on nothing else.
         policy: policyForRole(policy, user.role),
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
+        history: [],
+        sessionWorkflowId: sessionWorkflow,
         options: { ...turnOptions, context: contextByRole[user.role] ?? turnOptions.context },
       };
-      const sessionInput: SessionInput = { sessionId, owner, settings: sessionSettings };
+      const searchAttributes = [
+        { key: SessionIdKey, value: sessionId },
+        { key: UserIdKey, value: user.id },
+        { key: TenantIdKey, value: user.tenant },
+      ];
+      // First the session takes the message (and answers with the memory when the turn may begin at
+      // once), then the API starts the turn with it: no hop through the session's child start, and
+      // nothing of the turn's input (policy, sealed token) in the session's history
+      // (docs/decisions/0016-the-session-hop.md).
+      const registration: SubmitMessageInput = { turnId, text, user, startedTurn: true };
+      let result: SubmitMessageResult;
       try {
         // Update-with-start: the session workflow is created by its first message, atomically.
-        const result = await client.workflow.executeUpdateWithStart(submitMessageUpdate, {
-          args: [message],
+        result = await client.workflow.executeUpdateWithStart(submitMessageUpdate, {
+          args: [registration],
           startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW_TYPE, {
-            workflowId: sessionWorkflowId(ownerKey(owner), sessionId),
+            workflowId: sessionWorkflow,
             taskQueue: opts.taskQueue,
-            args: [sessionInput],
+            args: [{ sessionId, owner, settings: sessionSettings } satisfies SessionInput],
             workflowIdConflictPolicy: 'USE_EXISTING',
-            typedSearchAttributes: [
-              { key: SessionIdKey, value: sessionId },
-              { key: UserIdKey, value: user.id },
-              { key: TenantIdKey, value: user.tenant },
-            ],
+            typedSearchAttributes: searchAttributes,
             staticSummary: `Session ${sessionId}`,
           }),
         });
-        if (result.created) justSubmitted.add(turnId);
-        return { kind: 'accepted', created: result.created, position: result.position };
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
           switch (failureTypeOf(err.cause)) {
@@ -206,6 +215,28 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
         }
         throw err;
       }
+      // The session knows this message already (a retried request): its turn exists, or existed.
+      if (!result.created) return { kind: 'accepted', created: false, position: result.position };
+      try {
+        await client.workflow.start(TURN_WORKFLOW_TYPE, {
+          workflowId: turnId,
+          taskQueue: opts.taskQueue,
+          // Behind another turn: it joins the session when it starts, and waits for its go.
+          args: [result.memory ? { ...turnInput, history: result.memory } : { ...turnInput, queued: true }],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: searchAttributes,
+          staticSummary: `Turn of session ${sessionId}: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
+        });
+      } catch (err) {
+        // The id is taken by an older turn than the session remembers: that turn stands, this message is a repeat.
+        const repeat = err instanceof WorkflowExecutionAlreadyStartedError;
+        const end: TurnEnd = { turnId, status: 'failed', content: repeat ? 'This message repeats an earlier one; its turn already exists.' : 'The turn could not be started.' };
+        // Should this signal be lost too, the session finds the turn missing when it checks on it.
+        await client.workflow.getHandle(sessionWorkflow).signal(turnEndedSignal, end).catch(() => undefined);
+        if (repeat) return { kind: 'accepted', created: false, position: 0 };
+        throw err;
+      }
+      return { kind: 'accepted', created: true, position: result.position };
     },
 
     async getSession(user, sessionId) {
@@ -221,7 +252,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     },
 
     async cancelTurn(turnId) {
-      await justSubmitted.settled(turnId, () => client.workflow.getHandle(turnId).cancel());
+      await client.workflow.getHandle(turnId).cancel();
     },
 
     async authorizationCompleted(turnId, server) {
@@ -276,10 +307,8 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
       let status: string;
       let owner: { id: string; tenant: string } | undefined;
       try {
-        const desc = await justSubmitted.settled(turnId, () => {
-          reads.describes++;
-          return handle.describe();
-        });
+        reads.describes++;
+        const desc = await handle.describe();
         status = desc.status.name;
         const id = desc.typedSearchAttributes.get(UserIdKey);
         const tenant = desc.typedSearchAttributes.get(TenantIdKey);
@@ -368,39 +397,6 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
       if ((err as { code?: number }).code !== 6) throw err;
     }
   }
-}
-
-/** How long after its session accepted it a turn may still be on its way to existing. */
-const JUST_SUBMITTED_MS = 3_000;
-const JUST_SUBMITTED_MAX = 10_000;
-
-/**
- * Turns this API submitted a moment ago. The session answers a submission in the workflow task that
- * starts the turn, so for a few milliseconds the turn's id is known to the caller and not yet to
- * Temporal: a read or a cancel in that window waits for it instead of answering "no such turn".
- */
-function createJustSubmitted() {
-  const at = new Map<string, number>();
-  return {
-    add(turnId: string): void {
-      at.set(turnId, Date.now());
-      if (at.size <= JUST_SUBMITTED_MAX) return;
-      // Oldest first (insertion order): drop half.
-      for (const id of [...at.keys()].slice(0, JUST_SUBMITTED_MAX / 2)) at.delete(id);
-    },
-    /** Runs `op`; while it finds no such workflow and the turn is young, tries again shortly. */
-    async settled<T>(turnId: string, op: () => Promise<T>): Promise<T> {
-      for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
-        try {
-          return await op();
-        } catch (err) {
-          const since = at.get(turnId);
-          if (!(err instanceof WorkflowNotFoundError) || since === undefined || Date.now() - since > JUST_SUBMITTED_MS) throw err;
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }
-    },
-  };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {

@@ -14,7 +14,7 @@ import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundI
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
-import type { MetricsSinks, TurnEventSinks } from '../workflows/definitions';
+import type { MetricsSinks, SessionSinks, TurnEventSinks } from '../workflows/definitions';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** In both bundles: turn, session and user ids on workflow log lines and activity headers (tiny). */
@@ -44,8 +44,9 @@ export function tracingWorkerOptions(tracing: { spanProcessor: SpanProcessor; re
   };
 }
 
-/** The workflows' metrics and event sinks as no-ops, for workers and replays that count and push nothing. */
-export const NOOP_METRICS_SINKS: InjectedSinks<MetricsSinks & TurnEventSinks> = {
+/** The workflows' metrics, event and session sinks as no-ops, for workers and replays that count and push nothing. */
+export const NOOP_METRICS_SINKS: InjectedSinks<MetricsSinks & TurnEventSinks & SessionSinks> = {
   metrics: { turnFinished: { fn: () => undefined }, approvalWaiting: { fn: () => undefined }, approvalEnded: { fn: () => undefined } },
   turnEvents: { emitted: { fn: () => undefined } },
+  session: { turnEnded: { fn: () => undefined } },
 };

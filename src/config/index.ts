@@ -165,6 +165,8 @@ export const HostConfigSchema = z
         maxQueuedTurns: z.number().int().min(0).max(1_000).default(16),
         transcriptLimit: z.number().int().min(10).max(10_000).default(200),
         maxTurnsPerRun: z.number().int().min(1).max(10_000).default(500),
+        /** How long a session waits to hear that its running turn ended before it checks on it. */
+        turnCheckMs: z.number().int().min(1_000).max(3_600_000).default(60_000),
       })
       .strict()
       .refine((s) => s.summarizationThreshold <= s.maxTokenCount, {
@@ -178,6 +180,7 @@ export const HostConfigSchema = z
         maxQueuedTurns: 16,
         transcriptLimit: 200,
         maxTurnsPerRun: 500,
+        turnCheckMs: 60_000,
       }),
     /** Tokens per day (UTC) a user or a tenant may use; a new turn past either is refused with 429. */
     budgets: z
@@ -250,6 +253,7 @@ export function sessionSettingsFrom(host: HostConfig): SessionSettings {
     maxQueuedTurns: s.maxQueuedTurns,
     transcriptLimit: s.transcriptLimit,
     maxTurnsPerRun: s.maxTurnsPerRun,
+    turnCheckMs: s.turnCheckMs,
   };
 }
 

@@ -3,7 +3,7 @@
  * in workflow history: plain JSON, no secrets, no functions.
  */
 import type { Policy } from './policy';
-import type { DirectToolCall, TurnOptions } from './turn';
+import type { ChatMessage, DirectToolCall, TurnOptions } from './turn';
 import type { UserContext } from './user';
 
 export interface HistoryOptions {
@@ -35,6 +35,11 @@ export interface SessionSettings {
   transcriptLimit: number;
   /** Continue-as-new after this many turns in one run, even if Temporal has not suggested it yet. */
   maxTurnsPerRun: number;
+  /**
+   * How long the session waits for a turn the API started to announce its end before it asks
+   * Temporal how the turn stands (then twice as long each time, up to 30 minutes). Default 60 s.
+   */
+  turnCheckMs?: number;
 }
 
 /** State carried from one run of a session to the next (continue-as-new). */
@@ -57,7 +62,16 @@ export interface SessionInput {
   carry?: SessionCarry;
 }
 
-export interface SubmitMessageInput {
+/**
+ * A message for the session. Two protocols share the update: the API registers the message
+ * (`startedTurn`) and then starts the turn workflow itself, with the memory the answer carries (see
+ * docs/decisions/0016-the-session-hop.md), or, as sessions did before, the session starts the turn as
+ * its child from the fields below.
+ */
+export type SubmitMessageInput = ChildTurnMessage | StartedTurnMessage;
+
+/** The session starts the turn as its child with this input (the protocol before `startedTurn`). */
+export interface ChildTurnMessage {
   turnId: string;
   text: string;
   /** A tool call to run instead of asking the model; `text` then describes it for the transcript. */
@@ -66,6 +80,34 @@ export interface SubmitMessageInput {
   policy: Policy;
   sealedToken?: string;
   options: TurnOptions;
+  startedTurn?: undefined;
+}
+
+/** The API starts the turn workflow (id `turnId`) itself once the session registered it. */
+export interface StartedTurnMessage {
+  turnId: string;
+  text: string;
+  user: UserContext;
+  startedTurn: true;
+}
+
+/**
+ * What a turn the API started behind another one learns from its session when it joins (the
+ * `turnAdmission` query): go now with this memory, wait for `beginTurn`, or the session does not know it.
+ */
+export type TurnAdmission =
+  | { state: 'begin'; history: ChatMessage[] }
+  | { state: 'queued'; position: number }
+  /** Known to the session and already over (a repeat of its id). */
+  | { state: 'ended' }
+  | { state: 'unknown' };
+
+/** A turn the API started tells its session how it ended (the `turnEnded` signal). */
+export interface TurnEnd {
+  turnId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The answer, or what went wrong: the transcript's assistant message. */
+  content: string;
 }
 
 export interface SubmitMessageResult {
@@ -73,6 +115,11 @@ export interface SubmitMessageResult {
   created: boolean;
   /** Turns ahead of this one (0: it runs now). */
   position: number;
+  /**
+   * A turn the API starts (`startedTurn`) that may begin at once: the conversation so far, for its
+   * input. Absent when it waits behind another turn (it then joins the session when it starts).
+   */
+  memory?: ChatMessage[];
 }
 
 export interface SessionView {
@@ -87,3 +134,6 @@ export interface SessionView {
   run: number;
 }
 
+
+/** A turn as its session checks on it when its end was not announced (the `turnOutcome` activity). */
+export type TurnSeen = { state: 'running' } | { state: 'missing' } | { state: 'ended'; end: TurnEnd };

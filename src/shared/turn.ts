@@ -180,10 +180,17 @@ export interface TurnInput {
   /** Earlier messages of the conversation, oldest first. */
   history: ChatMessage[];
   /**
-   * Started by a session workflow: wait for its `beginTurn` signal, which carries the history.
-   * Absent in standalone turns (and in turns started before sessions existed).
+   * Waits behind another turn of its session: for its `beginTurn` signal, which carries the history
+   * (a child of the session), or joins it first (see `sessionWorkflowId`). Absent in standalone turns.
    */
   queued?: boolean;
+  /**
+   * Started by the API after its registration in this session workflow: the turn tells the session
+   * how it ended (`turnEnded`). With `queued` it first joins the session (the `turnAdmission` query
+   * gives its memory, or says to wait for `beginTurn`); without, `history` is its memory already.
+   * Absent in standalone turns and in children of a session.
+   */
+  sessionWorkflowId?: string;
   options: TurnOptions;
 }
 

@@ -4,7 +4,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
-import type { SessionView, SubmitMessageInput, SubmitMessageResult } from '../shared/session';
+import type { SessionView, SubmitMessageInput, SubmitMessageResult, TurnAdmission, TurnEnd } from '../shared/session';
 import type { ApprovalInput, ApprovalResult, ChatMessage, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
@@ -51,6 +51,17 @@ export interface TurnEventSinks extends Sinks {
   };
 }
 
+/**
+ * A turn the API started for a session tells the worker how it ended; the worker signals the
+ * session (`turnEnded`) at once. A sink, so the turn pays no command for it; the session checks on a
+ * turn that never announced its end (docs/decisions/0016-the-session-hop.md).
+ */
+export interface SessionSinks extends Sinks {
+  session: {
+    turnEnded(sessionWorkflowId: string, end: TurnEnd): void;
+  };
+}
+
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';
 export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
 
@@ -93,10 +104,17 @@ export const TenantIdKey = defineSearchAttributeKey(TENANT_ID_SEARCH_ATTRIBUTE, 
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Adds a message to the conversation; answers once its turn workflow exists. Its validator rejects
- * with Failure.SessionBusy or SessionForbidden.
+ * Adds a message to the conversation; answers in the workflow task that accepts it. Its validator
+ * rejects with Failure.SessionBusy or SessionForbidden.
  */
 export const submitMessageUpdate = defineUpdate<SubmitMessageResult, [SubmitMessageInput]>('submitMessage');
 export const sessionStateQuery = defineQuery<SessionView>('sessionState');
 /** Parent → queued turn: it is this turn's go, with the conversation so far. */
 export const beginTurnSignal = defineSignal<[{ history: ChatMessage[] }]>('beginTurn');
+/**
+ * A turn the API started asks its session whether it may go (read-only: answered from the worker's
+ * cached session, no history event). See SubmitMessageInput's `startedTurn`.
+ */
+export const turnAdmissionQuery = defineQuery<TurnAdmission, [turnId: string]>('turnAdmission');
+/** A turn the API started → its session (through the worker's sink): it ended; the session keeps the first word. */
+export const turnEndedSignal = defineSignal<[TurnEnd]>('turnEnded');

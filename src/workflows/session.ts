@@ -3,25 +3,29 @@ import {
   allHandlersFinished,
   ChildWorkflowFailure,
   type ChildWorkflowHandle,
+  CancellationScope,
   CancelledFailure,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
+  sleep,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import { fallbackSummary, llmMessagesOf, planSummary, pruneForLlm, trimTranscript } from '../core/history';
-import type { TurnInput, TurnState } from '../shared/turn';
+import type { ChatMessage, TurnInput, TurnState } from '../shared/turn';
 import { Failure, NON_RETRYABLE } from '../shared/failures';
-import { beginTurnSignal, SessionIdKey, sessionStateQuery, submitMessageUpdate, TenantIdKey, UserIdKey } from './definitions';
+import { beginTurnSignal, SessionIdKey, sessionStateQuery, submitMessageUpdate, TenantIdKey, turnAdmissionQuery, turnEndedSignal, UserIdKey } from './definitions';
 import { turnWorkflow } from './turn';
-import type { SessionCarry, SessionInput, SubmitMessageResult, TranscriptMessage } from '../shared/session';
+import type { SessionCarry, SessionInput, SubmitMessageResult, TranscriptMessage, TurnAdmission, TurnEnd } from '../shared/session';
 
 /** Longest summary kept; the summarizer is asked for less, the fallback is cut to this. */
 const MAX_SUMMARY_CHARS = 4_000;
@@ -31,9 +35,22 @@ interface Pending {
   text: string;
   /** Started with its history already (the session was idle): no `beginTurn` signal needed. */
   begun: boolean;
-  /** Resolves once the child exists; undefined when the turn id was already taken (a duplicate). */
-  started: Promise<ChildWorkflowHandle<typeof turnWorkflow> | undefined>;
+  /**
+   * A child turn: resolves once the child exists; undefined when the turn id was already taken (a
+   * duplicate). Absent for a turn the API started (it joins the session by query, see `memory`).
+   */
+  started?: Promise<ChildWorkflowHandle<typeof turnWorkflow> | undefined>;
+  /** A turn the API started, once it may go: the memory its `turnAdmission` query answers with. */
+  memory?: ChatMessage[];
 }
+
+/**
+ * A turn the API started is expected to announce its end. Without word from it for this long (it was
+ * terminated, or never started), the session asks Temporal how it stands; then again at twice the
+ * interval, up to the longest.
+ */
+const FIRST_TURN_CHECK_MS = 60_000;
+const LONGEST_TURN_CHECK_MS = 30 * 60_000;
 
 /**
  * One conversation. Serializes its turns: every message becomes a child turn workflow, started at
@@ -55,6 +72,13 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
   let active: Pending | undefined;
   let turnsThisRun = 0;
 
+  /** How turns the API started ended, as they announced it (until the loop has recorded it). */
+  const ended = new Map<string, TurnEnd>();
+  const checks = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 5, initialInterval: '1 second', maximumInterval: '10 seconds' },
+  });
+
   const summarizer = proxyActivities<Activities>({
     startToCloseTimeout: '2 minutes',
     heartbeatTimeout: '30 seconds',
@@ -73,6 +97,19 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     run: carry.run,
   }));
 
+  setHandler(turnAdmissionQuery, (turnId): TurnAdmission => {
+    const pending = active?.turnId === turnId ? active : queue.find((p) => p.turnId === turnId);
+    if (pending?.memory) return { state: 'begin', history: pending.memory };
+    if (pending) return { state: 'queued', position: positionOf(turnId) };
+    return carry.recentTurnIds.includes(turnId) ? { state: 'ended' } : { state: 'unknown' };
+  });
+
+  setHandler(turnEndedSignal, (end) => {
+    // Only turns this session waits for; a repeated announcement keeps the first.
+    const waiting = active?.turnId === end.turnId || queue.some((p) => p.turnId === end.turnId);
+    if (waiting && !ended.has(end.turnId)) ended.set(end.turnId, end);
+  });
+
   const known = (turnId: string): boolean =>
     active?.turnId === turnId || queue.some((p) => p.turnId === turnId) || carry.recentTurnIds.includes(turnId);
 
@@ -83,6 +120,15 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
       // An idle session starts the turn with its history right away (one round trip less before the
       // model is called); otherwise the turn waits for its `beginTurn`.
       const idle = !active && queue.length === 0;
+      if (msg.startedTurn) {
+        // The API starts the turn itself: with this memory when it may begin now; otherwise the turn
+        // joins the session when it starts (the turnAdmission query) and waits for its `beginTurn`.
+        const memory = idle ? memoryForNextTurn() : undefined;
+        queue.push({ turnId: msg.turnId, text: msg.text, begun: idle, ...(memory ? { memory } : {}) });
+        remember(msg.turnId);
+        appendMessage({ role: 'user', content: msg.text, turnId: msg.turnId, status: idle ? 'running' : 'queued' });
+        return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId), ...(memory ? { memory } : {}) };
+      }
       const turnInput: TurnInput = {
         turnId: msg.turnId,
         sessionId: input.sessionId,
@@ -162,6 +208,14 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     }
     active = queue.shift();
     if (!active) continue;
+    if (!active.started) {
+      await followStartedTurn(active);
+      active = undefined;
+      turnsThisRun += 1;
+      await maybeSummarize();
+      carry.transcript = trimTranscript(carry.transcript, settings.transcriptLimit, carry.summarizedUpTo);
+      continue;
+    }
     const handle = await active.started.catch((err: unknown) => {
       // Starting the child failed outright (not a duplicate): the message is answered as failed.
       log.warn('turn could not be started', { turnId: active?.turnId, error: err instanceof Error ? err.message : String(err) });
@@ -251,6 +305,56 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
       status,
     });
     if (status === 'completed') carry.turnsCompleted += 1;
+  }
+
+  /**
+   * A turn the API started: gives it its go (unless it went at registration), then waits for its end.
+   * Its announcement normally comes; if it does not, Temporal is asked how the turn stands.
+   */
+  async function followStartedTurn(turn: Pending): Promise<void> {
+    // Commands only once every update of this activation has answered: an update's answer is a command
+    // too, and a workflow interceptor (the traced bundle's) changes how many microtasks it takes, so
+    // without this wait the two bundles would record the same turn in different orders.
+    await condition(allHandlersFinished);
+    setStatus(turn.turnId, 'running');
+    if (!turn.begun && !ended.has(turn.turnId)) {
+      turn.memory = memoryForNextTurn();
+      try {
+        await getExternalWorkflowHandle(turn.turnId).signal(beginTurnSignal, { history: turn.memory });
+      } catch (err) {
+        // Closed already (its end is on the way, or is asked for below) or never started.
+        log.info('turn could not be given its go', { turnId: turn.turnId, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    for (let wait = settings.turnCheckMs ?? FIRST_TURN_CHECK_MS; !ended.has(turn.turnId); wait = Math.min(wait * 2, LONGEST_TURN_CHECK_MS)) {
+      if (await announcedWithin(turn.turnId, wait)) break;
+      const seen = await checks.turnOutcome.executeWithOptions({ summary: `check on turn ${turn.turnId}` }, [turn.turnId]);
+      if (seen.state === 'ended') ended.set(turn.turnId, seen.end);
+      else if (seen.state === 'missing') ended.set(turn.turnId, { turnId: turn.turnId, status: 'failed', content: 'The turn could not be started.' });
+    }
+    const end = ended.get(turn.turnId) as TurnEnd;
+    ended.delete(turn.turnId);
+    setStatus(turn.turnId, end.status);
+    appendMessage({ role: 'assistant', content: end.content, turnId: turn.turnId, status: end.status });
+    if (end.status === 'completed') carry.turnsCompleted += 1;
+  }
+
+  /**
+   * Whether the turn announced its end within `ms`. Like `condition(fn, ms)`, except that the timer is
+   * cancelled only after the activation's updates have answered (see followStartedTurn).
+   */
+  async function announcedWithin(turnId: string, ms: number): Promise<boolean> {
+    let fired = false;
+    const timer = new CancellationScope();
+    void timer.run(() => sleep(ms)).then(
+      () => void (fired = true),
+      () => undefined,
+    );
+    await condition(() => fired || ended.has(turnId));
+    await condition(allHandlersFinished);
+    if (fired) return ended.has(turnId);
+    timer.cancel();
+    return true;
   }
 
   async function maybeSummarize(): Promise<void> {

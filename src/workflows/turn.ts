@@ -19,6 +19,7 @@ import { buildInitialMessages, planToolCalls, truncate, type PlannedCall } from 
 import { decideTool, filterCatalog } from '../core/policy';
 import { createTurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
+import type { TurnEnd } from '../shared/session';
 import { Failure, failureTypeOf, NON_RETRYABLE } from '../shared/failures';
 import { toolCallIdempotencyKey } from '../shared/ids';
 import type { CatalogRefs, ToolOutcome, ToolRef } from '../shared/tool-types';
@@ -27,7 +28,7 @@ import type { ChatMessage, ElicitationAnswer, LlmRequest, RetryProfile, Sampling
 import { handleApprovals } from './approvals';
 import { authorizationNeeded, handleAuthorizations } from './authorizations';
 import { handleInputs, inputAsked } from './inputs';
-import { beginTurnSignal, type MetricsSinks, type TurnEventSinks, type TurnOutcome, turnStateQuery } from './definitions';
+import { beginTurnSignal, type MetricsSinks, type SessionSinks, type TurnEventSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
 function retry(profile: RetryProfile, nonRetryableErrorTypes: readonly string[]) {
   return {
@@ -82,6 +83,11 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   // An append is quick and harmless to repeat: since 'audit-as-local-activity' it runs in the worker
   // running the turn, without an activity task through the server. Earlier turns replay as recorded.
   const localAudit = proxyLocalActivities<Activities>({ startToCloseTimeout: '15 seconds', retry: auditRetry });
+  // Joining a session: quick reads, repeated freely.
+  const sessionLink = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 10, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+  });
   const user = input.user;
   const policy = input.policy;
 
@@ -126,25 +132,78 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     });
   };
 
-  // A turn of a session waits for its parent's go (the previous turn finished) and gets the
+  // A turn of a session waits for its session's go (the previous turn finished) and gets the
   // conversation so far with it; a standalone turn carries its history in the input.
   let begin: { history: ChatMessage[] } | undefined;
   if (input.queued) setHandler(beginTurnSignal, (b) => void (begin ??= b));
 
+  // Started by the API for a session: the session hears how the turn ended, however it did, from the
+  // worker as the turn's last workflow task completes (a sink: no command, no history event, nothing
+  // on the turn's path). Should that signal be lost, the session asks Temporal (decision 0016).
+  const sessionWorkflowId = input.sessionWorkflowId;
+  if (!sessionWorkflowId) return await runTurn();
+  const { session } = proxySinks<SessionSinks>();
+  const announce = (status: TurnEnd['status'], content: string) => session.turnEnded(sessionWorkflowId, { turnId: input.turnId, status, content });
   try {
-    if (input.queued) {
+    const done = await runTurn();
+    announce('completed', done.text ?? '');
+    return done;
+  } catch (err) {
+    if (err instanceof CancelledFailure) announce('cancelled', 'The turn was cancelled.');
+    else if (err instanceof ApplicationFailure && err.type === Failure.TurnFailed) announce('failed', state.error?.message ?? err.message);
+    throw err;
+  }
+
+  /**
+   * The catalog is an in-memory read in the worker, as a local activity (no server round trip), and
+   * the turn records tool references only: each LLM step sends names the worker resolves to schemas.
+   * Every running turn has recorded the 'catalog-by-reference' marker since that change, so the
+   * patch is deprecated and the older paths are gone: turns that wrote the marker replay as recorded,
+   * histories from before it are retired, and the call itself goes next (docs/decisions/0017).
+   */
+  function listToolRefs(): Promise<CatalogRefs> {
+    deprecatePatch('catalog-by-reference');
+    return localDiscovery.listToolRefs();
+  }
+
+  /**
+   * Its session's answer for a turn the API started behind another one, asked while the catalog is
+   * listed (both local activities of the first workflow task): go now with this memory (its turn came
+   * meanwhile), or wait for `beginTurn`, and then list the catalog again.
+   */
+  async function joinSession(id: string): Promise<{ history: ChatMessage[]; catalog?: Promise<CatalogRefs> }> {
+    const admission = sessionLink.joinSession.executeWithOptions({ summary: 'join the session' }, [{ sessionWorkflowId: id, turnId: input.turnId }]);
+    const listed = listToolRefs();
+    listed.catch(() => undefined);
+    const joined = await admission;
+    if (joined.state === 'begin') return { history: joined.history, catalog: listed };
+    if (joined.state === 'queued') {
       emit('status', { status: 'running', phase: 'queued' });
       await condition(() => begin !== undefined);
+      return { history: begin?.history ?? [] };
     }
-    const history = begin?.history ?? input.history;
+    await listed.catch(() => undefined);
+    return fail({
+      code: 'not_in_session',
+      message: joined.state === 'ended' ? 'This message repeats an earlier one of the session.' : 'The session did not take this message in time.',
+    });
+  }
+
+  async function runTurn(): Promise<TurnState> {
+  try {
+    let history = input.history;
+    let listed: Promise<CatalogRefs> | undefined;
+    if (input.sessionWorkflowId && input.queued) {
+      const joined = await joinSession(input.sessionWorkflowId);
+      history = joined.history;
+      listed = joined.catalog;
+    } else if (input.queued) {
+      emit('status', { status: 'running', phase: 'queued' });
+      await condition(() => begin !== undefined);
+      history = begin?.history ?? input.history;
+    }
     emit('status', { status: 'running', phase: 'gathering_context' });
-    // The catalog is an in-memory read in the worker, as a local activity (no server round trip), and
-    // the turn records tool references only: each LLM step sends names the worker resolves to schemas.
-    // Every running turn has recorded the 'catalog-by-reference' marker since that change, so the
-    // patch is deprecated and the older paths are gone: turns that wrote the marker replay as recorded,
-    // histories from before it are retired, and the call itself goes next (docs/decisions/0017).
-    deprecatePatch('catalog-by-reference');
-    const listCatalog: Promise<CatalogRefs> = localDiscovery.listToolRefs();
+    const listCatalog: Promise<CatalogRefs> = listed ?? listToolRefs();
     const [catalog, context] = await Promise.all([
       listCatalog.catch(
         (err: unknown): CatalogRefs => {
@@ -236,6 +295,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     record.cancel();
     finished('cancelled');
     throw new CancelledFailure('The turn was cancelled.', [state]);
+  }
   }
 
   async function recordAudit(entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>): Promise<void> {

@@ -20,7 +20,10 @@ import type { Policy } from '../../src/shared/policy';
 const OUT = path.join(ROOT, 'tests', 'histories');
 
 async function save(sys: TestSystem, name: string, workflowId: string): Promise<void> {
-  const history = await sys.client.workflow.getHandle(workflowId).fetchHistory();
+  const handle = sys.client.workflow.getHandle(workflowId);
+  // A stream's `done` is pushed while the turn's last workflow task still runs: wait for its close.
+  if (workflowId.startsWith('turn-')) await handle.result().catch(() => undefined);
+  const history = await handle.fetchHistory();
   const file = path.join(OUT, `${name}.json`);
   writeFileSync(file, `${JSON.stringify({ workflowId, history: JSON.parse(historyToJSON(history)) }, null, 1)}\n`);
   process.stdout.write(`wrote ${path.relative(ROOT, file)} (${history.events?.length ?? 0} events)\n`);

@@ -12,6 +12,7 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
+import { createSessionLinkActivities, type SessionLink } from '../../src/activities/session-link';
 import type { TemporalDevServer } from '../../src/cli/processes';
 import type { Policy } from '../../src/shared/policy';
 import type { Catalog, CatalogTool } from '../../src/shared/tool-types';
@@ -120,7 +121,13 @@ export class FakeActivities {
   private readonly scripts = new Map<string, Script>();
   private readonly log = new Map<string, Array<{ name: Name; args: unknown[] }>>();
 
+  /** `link`: the real session link (src/session-link.ts) for turns the API starts beside their session. */
+  constructor(link?: SessionLink) {
+    this.defaults = { ...this.defaults, ...createSessionLinkActivities(link) };
+  }
+
   readonly defaults: Activities = {
+    ...createSessionLinkActivities(undefined),
     recordAudit: async () => undefined,
     listCatalog: async () => CATALOG,
     listToolRefs: async () => ({ tools: CATALOG.tools.map(({ name, server, tool }) => ({ name, server, tool })), servers: CATALOG.servers }),
@@ -142,6 +149,8 @@ export class FakeActivities {
     callLlm: (...args) => this.dispatch('callLlm', args),
     summarizeConversation: (...args) => this.dispatch('summarizeConversation', args),
     callTool: (...args) => this.dispatch('callTool', args),
+    joinSession: (...args) => this.dispatch('joinSession', args),
+    turnOutcome: (...args) => this.dispatch('turnOutcome', args),
   };
 
   script(workflowId: string, script: Script): void {

@@ -1,6 +1,9 @@
-import { WithStartWorkflowOperation, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { WithStartWorkflowOperation, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { ownerKey } from '../../src/api/gateway';
+import { createTemporalGateway, ownerKey } from '../../src/api/gateway';
+import { createSessionLink, sessionSinks } from '../../src/session-link';
+import { NOOP_METRICS_SINKS, tracingWorkerOptions } from '../../src/cli/workflow-bundle';
 import { Failure, failureTypeOf } from '../../src/shared/failures';
 import { sessionWorkflowId, turnId } from '../../src/shared/ids';
 import type { SessionSettings, SessionView, SubmitMessageInput } from '../../src/shared/session';
@@ -50,6 +53,8 @@ const SETTINGS: SessionSettings = {
   maxQueuedTurns: 4,
   transcriptLimit: 50,
   maxTurnsPerRun: 50,
+  // Turns the API started and then lost (terminated, never started) are looked for soon.
+  turnCheckMs: 1_000,
 };
 
 let env: WorkflowEnv;
@@ -62,13 +67,43 @@ afterAll(async () => {
 
 let sessions = 0;
 
-describe('sessionWorkflow on a caching worker', () => {
-  const fakes = new FakeActivities();
+/** The API's gateway code, submitting to workers on `taskQueue`. */
+function gatewayOn(taskQueue: string, sessionSettings: SessionSettings) {
+  return createTemporalGateway({
+    client: env.client,
+    taskQueue,
+    settings: () => ({ policy: policy(60_000), turnOptions: turnOptions(), contextByRole: {}, sessionSettings }),
+    catalogCacheMs: 60_000,
+  });
+}
+
+/** The worker's sinks as the real worker has them for sessions: a turn's end reaches its session. */
+function linkedSinks() {
+  return {
+    ...tracingWorkerOptions().sinks,
+    ...NOOP_METRICS_SINKS,
+    ...sessionSinks(createSessionLink(env.client), (_id, end, err) => console.error(`announcing ${end.turnId} failed: ${String(err)}`)),
+  };
+}
+
+/**
+ * Both ways a message becomes a turn: the API starts the turn beside its registration with the session
+ * (what the gateway does today), and the session starts it as its child (sessions that began before
+ * that change, still running on upgraded workers).
+ */
+describe.each([
+  ['turns the API starts', 'api'],
+  ['turns the session starts as children', 'child'],
+] as const)('sessionWorkflow on a caching worker: %s', (_name, protocol) => {
+  let fakes = new FakeActivities();
   /** Session workflow ids this describe started. */
   const started: string[] = [];
   let worker: RunningWorker;
+  let gateway: ReturnType<typeof createTemporalGateway>;
   beforeAll(async () => {
-    worker = await startWorker(env, fakes.activities);
+    fakes = new FakeActivities(createSessionLink(env.client));
+    worker = await startWorker(env, fakes.activities, { sinks: linkedSinks() });
+    gateway = gatewayOn(worker.taskQueue, SETTINGS);
   });
   afterAll(async () => {
     // Sessions live on between turns; end them so the worker drains at once.
@@ -85,7 +120,13 @@ describe('sessionWorkflow on a caching worker', () => {
   async function submit(sessionId: string, id: string, text: string, user: UserContext = OWNER) {
     const workflowId = sessionWorkflowId(ownerKey(OWNER), sessionId);
     if (!started.includes(workflowId)) started.push(workflowId);
-    const message: SubmitMessageInput = { turnId: id, text, user, policy: policy(60_000), options: turnOptions() };
+    if (protocol === 'api' && user === OWNER) {
+      const outcome = await gateway.submitMessage({ turnId: id, sessionId, text, user });
+      if (outcome.kind === 'busy') return outcome;
+      return { turnId: id, created: outcome.created, position: outcome.position };
+    }
+    const message: SubmitMessageInput =
+      protocol === 'api' ? { turnId: id, text, user, startedTurn: true } : { turnId: id, text, user, policy: policy(60_000), options: turnOptions() };
     return await env.client.workflow.executeUpdateWithStart(submitMessageUpdate, {
       args: [message],
       startWorkflowOperation: new WithStartWorkflowOperation<typeof sessionWorkflow>(SESSION_WORKFLOW_TYPE, {
@@ -210,5 +251,150 @@ describe('sessionWorkflow on a caching worker', () => {
     expect(failureTypeOf(refused)).toBe(Failure.SessionForbidden);
     const view = await settled(sid, 2);
     expect(view.messages.map((m) => m.turnId)).toEqual([turnId(sid, 'mine'), turnId(sid, 'mine')]);
+  });
+});
+
+/**
+ * What only the API-started protocol has to get right: a message the session refuses starts no turn,
+ * a turn that ends without announcing it (terminated) or never starts does not block the session,
+ * and a turn queued at registration gets its memory from the session when its turn comes.
+ */
+describe('turns the API starts beside their session', () => {
+  let fakes: FakeActivities;
+  const sessionIds: string[] = [];
+  let worker: RunningWorker;
+  let gateway: ReturnType<typeof createTemporalGateway>;
+  beforeAll(async () => {
+    fakes = new FakeActivities(createSessionLink(env.client));
+    worker = await startWorker(env, fakes.activities, { sinks: linkedSinks() });
+    gateway = gatewayOn(worker.taskQueue, { ...SETTINGS, maxQueuedTurns: 1 });
+  });
+  afterAll(async () => {
+    for (const id of sessionIds) await env.client.workflow.getHandle(id).terminate('test over').catch(() => undefined);
+    await worker?.stop();
+  });
+
+  function newSession(): string {
+    sessions += 1;
+    const sid = `api${sessions}${Date.now().toString(36)}`;
+    sessionIds.push(sessionWorkflowId(ownerKey(OWNER), sid));
+    return sid;
+  }
+  const view = (sid: string) => env.client.workflow.getHandle(sessionWorkflowId(ownerKey(OWNER), sid)).query(sessionStateQuery);
+
+  test('a message refused as busy starts no turn; the queued ones still run in order', async () => {
+    const sid = newSession();
+    const [first, second, third] = [turnId(sid, 'a'), turnId(sid, 'b'), turnId(sid, 'c')];
+    const release = deferred();
+    const firstCalled = deferred();
+    fakes.script(first, {
+      callLlm: async () => {
+        firstCalled.resolve();
+        await within(release.promise, 20_000, 'the test never released the first turn');
+        return say('one');
+      },
+    });
+    fakes.script(second, { callLlm: async () => say('two') });
+    fakes.script(third, { callLlm: async () => say('three') });
+
+    expect(await gateway.submitMessage({ turnId: first, sessionId: sid, text: 'first', user: OWNER })).toEqual({ kind: 'accepted', created: true, position: 0 });
+    await within(firstCalled.promise, 20_000, 'the first turn never called the model');
+    expect(await gateway.submitMessage({ turnId: second, sessionId: sid, text: 'second', user: OWNER })).toEqual({ kind: 'accepted', created: true, position: 1 });
+    expect(await gateway.submitMessage({ turnId: third, sessionId: sid, text: 'third', user: OWNER })).toEqual({ kind: 'busy' });
+    // The refused message never got a turn.
+    await expect(env.client.workflow.getHandle(third).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    release.resolve();
+    expect((await env.client.workflow.getHandle(second).result()).text).toBe('two');
+    // The second turn got the first exchange as its memory, from the session.
+    expect(fakes.calls(second, 'callLlm')[0]?.messages.slice(1)).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'one' },
+      { role: 'user', content: 'second' },
+    ]);
+    const done = await eventually(() => view(sid), (v) => v.messages.length === 4 && v.activeTurnId === undefined);
+    expect(done.messages.map((m) => [m.role, m.turnId, m.status])).toEqual([
+      ['user', first, 'completed'],
+      ['user', second, 'completed'],
+      ['assistant', first, 'completed'],
+      ['assistant', second, 'completed'],
+    ]);
+    expect(fakes.calls(third, 'callLlm')).toHaveLength(0);
+  });
+
+  test('a turn terminated while it runs does not block its session: the session checks on it and carries on', async () => {
+    const sid = newSession();
+    const [stuck, next] = [turnId(sid, 'stuck'), turnId(sid, 'next')];
+    const stuckCalled = deferred();
+    fakes.script(stuck, {
+      callLlm: async () => {
+        stuckCalled.resolve();
+        // Never answers: the turn is terminated meanwhile. The worker's shutdown cancels the call.
+        const signal = Context.current().cancellationSignal;
+        return await new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('cancelled'))));
+      },
+    });
+    fakes.script(next, { callLlm: async () => say('after the stuck one') });
+    await gateway.submitMessage({ turnId: stuck, sessionId: sid, text: 'hang', user: OWNER });
+    await within(stuckCalled.promise, 20_000, 'the stuck turn never called the model');
+    await gateway.submitMessage({ turnId: next, sessionId: sid, text: 'then this', user: OWNER });
+    await env.client.workflow.getHandle(stuck).terminate('an operator ended it');
+
+    expect((await env.client.workflow.getHandle(next).result()).text).toBe('after the stuck one');
+    const done = await eventually(() => view(sid), (v) => v.messages.length === 4 && v.activeTurnId === undefined);
+    expect(done.messages.filter((m) => m.role === 'assistant').map((m) => [m.turnId, m.status, m.content])).toEqual([
+      [stuck, 'failed', 'The turn was terminated.'],
+      [next, 'completed', 'after the stuck one'],
+    ]);
+    expect(fakes.calls(sessionIds.at(-1) as string, 'turnOutcome')).toEqual([stuck]);
+  });
+
+  test("a turn whose end never reached its session (the worker's signal lost) is read from Temporal", async () => {
+    // A worker whose sinks drop the announcement: as if the worker died right after the turn's last task.
+    const mute = new FakeActivities(createSessionLink(env.client));
+    const muteWorker = await startWorker(env, mute.activities, { sinks: { ...tracingWorkerOptions().sinks, ...NOOP_METRICS_SINKS } });
+    try {
+      const muteGateway = gatewayOn(muteWorker.taskQueue, SETTINGS);
+      const sid = newSession();
+      const [first, second] = [turnId(sid, 'quiet'), turnId(sid, 'after')];
+      mute.script(first, { callLlm: async () => say('nobody heard') });
+      mute.script(second, { callLlm: async () => say('still in order') });
+      await muteGateway.submitMessage({ turnId: first, sessionId: sid, text: 'one', user: OWNER });
+      expect((await env.client.workflow.getHandle(first).result()).text).toBe('nobody heard');
+      await muteGateway.submitMessage({ turnId: second, sessionId: sid, text: 'two', user: OWNER });
+      const done = await eventually(() => view(sid), (v) => v.messages.length === 4 && v.activeTurnId === undefined);
+      expect(done.messages.filter((m) => m.role === 'assistant').map((m) => [m.turnId, m.status, m.content])).toEqual([
+        [first, 'completed', 'nobody heard'],
+        [second, 'completed', 'still in order'],
+      ]);
+      // The second turn began with the first exchange, read from the first turn's result.
+      expect(mute.calls(second, 'callLlm')[0]?.messages.slice(1, 3)).toEqual([
+        { role: 'user', content: 'one' },
+        { role: 'assistant', content: 'nobody heard' },
+      ]);
+      expect(mute.calls(sessionWorkflowId(ownerKey(OWNER), sid), 'turnOutcome')).toEqual([first, second]);
+    } finally {
+      await muteWorker.stop();
+    }
+  });
+
+  test('a registration whose turn never started is found missing and answered as failed', async () => {
+    const sid = newSession();
+    const ghost = turnId(sid, 'ghost');
+    // What an API that died between the two calls leaves behind: the registration only.
+    await env.client.workflow.executeUpdateWithStart(submitMessageUpdate, {
+      args: [{ turnId: ghost, text: 'lost', user: OWNER, startedTurn: true }],
+      startWorkflowOperation: new WithStartWorkflowOperation<typeof sessionWorkflow>(SESSION_WORKFLOW_TYPE, {
+        workflowId: sessionWorkflowId(ownerKey(OWNER), sid),
+        taskQueue: worker.taskQueue,
+        args: [{ sessionId: sid, owner: { id: OWNER.id, tenant: OWNER.tenant }, settings: SETTINGS }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    });
+    const done = await eventually(() => view(sid), (v) => v.messages.length === 2 && v.activeTurnId === undefined);
+    expect(done.messages.map((m) => [m.role, m.status, m.content])).toEqual([
+      ['user', 'failed', 'lost'],
+      ['assistant', 'failed', 'The turn could not be started.'],
+    ]);
   });
 });
