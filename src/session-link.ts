@@ -67,18 +67,30 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
 
 /**
  * The worker's side of a turn's end: it signals the session as soon as the turn's last activation
- * ran, without holding up the workflow task (not awaited). A lost signal costs the session a wait
- * until it checks on the turn; it is never the turn's record.
+ * ran, without holding up the workflow task (not awaited), tried again a few times. A signal lost
+ * anyway costs the session a wait until it checks on the turn; it is never the turn's record.
  */
 export function sessionSinks(link: SessionLink, onError: (sessionWorkflowId: string, end: TurnEnd, err: unknown) => void): InjectedSinks<SessionSinks> {
   return {
     session: {
       turnEnded: {
         fn: (_info, sessionWorkflowId, end) => {
-          link.announce(sessionWorkflowId, end).catch((err: unknown) => onError(sessionWorkflowId, end, err));
+          void announceWithRetries(link, sessionWorkflowId, end).catch((err: unknown) => onError(sessionWorkflowId, end, err));
         },
         callDuringReplay: false,
       },
     },
   };
+}
+
+/** A few quick tries: a transient error should not cost the session a whole check interval. */
+async function announceWithRetries(link: SessionLink, sessionWorkflowId: string, end: TurnEnd): Promise<void> {
+  for (const pause of [250, 1_000, 4_000]) {
+    try {
+      return await link.announce(sessionWorkflowId, end);
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+  await link.announce(sessionWorkflowId, end);
 }

@@ -215,24 +215,39 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
         }
         throw err;
       }
-      // The session knows this message already (a retried request): its turn exists, or existed.
-      if (!result.created) return { kind: 'accepted', created: false, position: result.position };
-      try {
-        await client.workflow.start(TURN_WORKFLOW_TYPE, {
+      const startTurn = (input: TurnInput) =>
+        client.workflow.start(TURN_WORKFLOW_TYPE, {
           workflowId: turnId,
           taskQueue: opts.taskQueue,
-          // Behind another turn: it joins the session when it starts, and waits for its go.
-          args: [result.memory ? { ...turnInput, history: result.memory } : { ...turnInput, queued: true }],
+          args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           typedSearchAttributes: searchAttributes,
           staticSummary: `Turn of session ${sessionId}: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
         });
+      if (!result.created) {
+        // The session knows this message already (a retried request): its turn exists, or existed. One
+        // not ended yet is started again in case the first request died before it could (it joins).
+        if (result.pending) {
+          await startTurn({ ...turnInput, queued: true }).catch((err: unknown) => {
+            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+          });
+        }
+        return { kind: 'accepted', created: false, position: result.position };
+      }
+      try {
+        // Behind another turn: it joins the session when it starts, and waits for its go.
+        await startTurn(result.memory ? { ...turnInput, history: result.memory } : { ...turnInput, queued: true });
       } catch (err) {
         // The id is taken by an older turn than the session remembers: that turn stands, this message is a repeat.
         const repeat = err instanceof WorkflowExecutionAlreadyStartedError;
-        const end: TurnEnd = { turnId, status: 'failed', content: repeat ? 'This message repeats an earlier one; its turn already exists.' : 'The turn could not be started.' };
-        // Should this signal be lost too, the session finds the turn missing when it checks on it.
-        await client.workflow.getHandle(sessionWorkflow).signal(turnEndedSignal, end).catch(() => undefined);
+        // Any other error may come after the server created the turn (a lost answer): only a turn that
+        // does not exist is reported to the session; otherwise the session checks on it by itself.
+        const absent = repeat || (await client.workflow.getHandle(turnId).describe().then(() => false, (e: unknown) => e instanceof WorkflowNotFoundError));
+        if (absent) {
+          const end: TurnEnd = { turnId, status: 'failed', content: repeat ? 'This message repeats an earlier one; its turn already exists.' : 'The turn could not be started.' };
+          // Should this signal be lost too, the session finds the turn missing when it checks on it.
+          await client.workflow.getHandle(sessionWorkflow).signal(turnEndedSignal, end).catch(() => undefined);
+        }
         if (repeat) return { kind: 'accepted', created: false, position: 0 };
         throw err;
       }

@@ -166,7 +166,7 @@ export const HostConfigSchema = z
         transcriptLimit: z.number().int().min(10).max(10_000).default(200),
         maxTurnsPerRun: z.number().int().min(1).max(10_000).default(500),
         /** How long a session waits to hear that its running turn ended before it checks on it. */
-        turnCheckMs: z.number().int().min(1_000).max(3_600_000).default(60_000),
+        turnCheckMs: z.number().int().min(5_000).max(3_600_000).default(60_000),
       })
       .strict()
       .refine((s) => s.summarizationThreshold <= s.maxTokenCount, {

@@ -120,6 +120,11 @@ export interface SubmitMessageResult {
    * input. Absent when it waits behind another turn (it then joins the session when it starts).
    */
   memory?: ChatMessage[];
+  /**
+   * A message the session knew already (`created: false`) whose turn has not ended: a retried request
+   * starts the turn again (harmless when it exists), in case the first request died before starting it.
+   */
+  pending?: boolean;
 }
 
 export interface SessionView {

@@ -25,7 +25,7 @@ import type { ChatMessage, TurnInput, TurnState } from '../shared/turn';
 import { Failure, NON_RETRYABLE } from '../shared/failures';
 import { beginTurnSignal, SessionIdKey, sessionStateQuery, submitMessageUpdate, TenantIdKey, turnAdmissionQuery, turnEndedSignal, UserIdKey } from './definitions';
 import { turnWorkflow } from './turn';
-import type { SessionCarry, SessionInput, SubmitMessageResult, TranscriptMessage, TurnAdmission, TurnEnd } from '../shared/session';
+import type { SessionCarry, SessionInput, SubmitMessageResult, TranscriptMessage, TurnAdmission, TurnEnd, TurnSeen } from '../shared/session';
 
 /** Longest summary kept; the summarizer is asked for less, the fallback is cut to this. */
 const MAX_SUMMARY_CHARS = 4_000;
@@ -116,7 +116,10 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
   setHandler(
     submitMessageUpdate,
     async (msg): Promise<SubmitMessageResult> => {
-      if (known(msg.turnId)) return { turnId: msg.turnId, created: false, position: positionOf(msg.turnId) };
+      if (known(msg.turnId)) {
+        const pending = active?.turnId === msg.turnId || queue.some((p) => p.turnId === msg.turnId);
+        return { turnId: msg.turnId, created: false, position: positionOf(msg.turnId), ...(pending ? { pending } : {}) };
+      }
       // An idle session starts the turn with its history right away (one round trip less before the
       // model is called); otherwise the turn waits for its `beginTurn`.
       const idle = !active && queue.length === 0;
@@ -317,26 +320,42 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     // without this wait the two bundles would record the same turn in different orders.
     await condition(allHandlersFinished);
     setStatus(turn.turnId, 'running');
+    // A go that cannot be delivered means the turn is closed (its end is read at once) or not started yet.
+    let checkNow = false;
     if (!turn.begun && !ended.has(turn.turnId)) {
       turn.memory = memoryForNextTurn();
       try {
         await getExternalWorkflowHandle(turn.turnId).signal(beginTurnSignal, { history: turn.memory });
       } catch (err) {
-        // Closed already (its end is on the way, or is asked for below) or never started.
         log.info('turn could not be given its go', { turnId: turn.turnId, error: err instanceof Error ? err.message : String(err) });
+        checkNow = true;
       }
     }
+    let missing = 0;
     for (let wait = settings.turnCheckMs ?? FIRST_TURN_CHECK_MS; !ended.has(turn.turnId); wait = Math.min(wait * 2, LONGEST_TURN_CHECK_MS)) {
-      if (await announcedWithin(turn.turnId, wait)) break;
-      const seen = await checks.turnOutcome.executeWithOptions({ summary: `check on turn ${turn.turnId}` }, [turn.turnId]);
+      if (!checkNow && (await announcedWithin(turn.turnId, wait))) break;
+      checkNow = false;
+      const seen = await checkOn(turn.turnId);
       if (seen.state === 'ended') ended.set(turn.turnId, seen.end);
-      else if (seen.state === 'missing') ended.set(turn.turnId, { turnId: turn.turnId, status: 'failed', content: 'The turn could not be started.' });
+      // Missing twice in a row, a check interval apart: its start is not merely late.
+      else if (seen.state === 'missing' && ++missing >= 2) ended.set(turn.turnId, { turnId: turn.turnId, status: 'failed', content: 'The turn could not be started.' });
+      else if (seen.state !== 'missing') missing = 0;
     }
     const end = ended.get(turn.turnId) as TurnEnd;
     ended.delete(turn.turnId);
     setStatus(turn.turnId, end.status);
     appendMessage({ role: 'assistant', content: end.content, turnId: turn.turnId, status: end.status });
     if (end.status === 'completed') carry.turnsCompleted += 1;
+  }
+
+  /** How a turn stands in Temporal; a check that fails (Temporal unreachable) counts as "running". */
+  async function checkOn(turnId: string): Promise<TurnSeen> {
+    try {
+      return await checks.turnOutcome.executeWithOptions({ summary: `check on turn ${turnId}` }, [turnId]);
+    } catch (err) {
+      log.warn('checking on a turn failed; waiting for it again', { turnId, error: err instanceof Error ? err.message : String(err) });
+      return { state: 'running' };
+    }
   }
 
   /**

@@ -172,15 +172,19 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
    * meanwhile), or wait for `beginTurn`, and then list the catalog again.
    */
   async function joinSession(id: string): Promise<{ history: ChatMessage[]; catalog?: Promise<CatalogRefs> }> {
-    const admission = sessionLink.joinSession.executeWithOptions({ summary: 'join the session' }, [{ sessionWorkflowId: id, turnId: input.turnId }]);
+    const ask = () => sessionLink.joinSession.executeWithOptions({ summary: 'join the session' }, [{ sessionWorkflowId: id, turnId: input.turnId }]);
+    const admission = ask();
     const listed = listToolRefs();
     listed.catch(() => undefined);
-    const joined = await admission;
+    let joined = await admission;
     if (joined.state === 'begin') return { history: joined.history, catalog: listed };
-    if (joined.state === 'queued') {
-      emit('status', { status: 'running', phase: 'queued' });
-      await condition(() => begin !== undefined);
-      return { history: begin?.history ?? [] };
+    if (joined.state === 'queued') emit('status', { status: 'running', phase: 'queued' });
+    // Waiting for the go, the session is asked again now and then: a session that closed or forgot
+    // this turn must not leave it waiting for ever.
+    while (joined.state === 'queued') {
+      if (await condition(() => begin !== undefined, QUEUED_RECHECK)) return { history: begin?.history ?? [] };
+      joined = await ask();
+      if (joined.state === 'begin') return { history: joined.history };
     }
     await listed.catch(() => undefined);
     return fail({
@@ -387,6 +391,9 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     }
   }
 }
+
+/** How long a turn queued in its session waits for its go before it asks the session again. */
+const QUEUED_RECHECK = '10 minutes';
 
 /** Consents one call may wait for: a server that keeps asking after the user agreed is not waited for forever. */
 const MAX_AUTHORIZATION_ROUNDS = 2;

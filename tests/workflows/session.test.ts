@@ -173,7 +173,7 @@ describe.each([
     await within(firstCalled.promise, 20_000, 'the first turn never called the model');
     expect(await submit(sid, second, 'second question')).toEqual({ turnId: second, created: true, position: 1 });
     // Submitting the same turn again is recognized, not a second turn.
-    expect(await submit(sid, second, 'second question')).toEqual({ turnId: second, created: false, position: 1 });
+    expect(await submit(sid, second, 'second question')).toMatchObject({ turnId: second, created: false, position: 1 });
 
     const busy = await session(sid).query(sessionStateQuery);
     expect(busy).toMatchObject({ activeTurnId: first, queuedTurnIds: [second] });
@@ -376,6 +376,30 @@ describe('turns the API starts beside their session', () => {
     } finally {
       await muteWorker.stop();
     }
+  });
+
+  test('a retried message whose first request died before its turn started gets its turn from the retry', async () => {
+    const sid = newSession();
+    const orphan = turnId(sid, 'orphan');
+    fakes.script(orphan, { callLlm: async () => say('started by the retry') });
+    // The first request registered the message and died before starting the turn.
+    await env.client.workflow.executeUpdateWithStart(submitMessageUpdate, {
+      args: [{ turnId: orphan, text: 'once more', user: OWNER, startedTurn: true }],
+      startWorkflowOperation: new WithStartWorkflowOperation<typeof sessionWorkflow>(SESSION_WORKFLOW_TYPE, {
+        workflowId: sessionWorkflowId(ownerKey(OWNER), sid),
+        taskQueue: worker.taskQueue,
+        args: [{ sessionId: sid, owner: { id: OWNER.id, tenant: OWNER.tenant }, settings: { ...SETTINGS, turnCheckMs: 30_000 } }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    });
+    // The client retries with the same Idempotency-Key: the same turn id.
+    expect(await gateway.submitMessage({ turnId: orphan, sessionId: sid, text: 'once more', user: OWNER })).toEqual({ kind: 'accepted', created: false, position: 0 });
+    expect((await env.client.workflow.getHandle(orphan).result()).text).toBe('started by the retry');
+    const done = await eventually(() => view(sid), (v) => v.messages.length === 2 && v.activeTurnId === undefined);
+    expect(done.messages.map((m) => [m.role, m.status])).toEqual([
+      ['user', 'completed'],
+      ['assistant', 'completed'],
+    ]);
   });
 
   test('a registration whose turn never started is found missing and answered as failed', async () => {
