@@ -37,7 +37,7 @@ interface Pending {
   begun: boolean;
   /**
    * A child turn: resolves once the child exists; undefined when the turn id was already taken (a
-   * duplicate). Absent for a turn the API started (it joins the session by query, see `memory`).
+   * duplicate). Absent for a turn the API started (see `memory`).
    */
   started?: Promise<ChildWorkflowHandle<typeof turnWorkflow> | undefined>;
   /** A turn the API started, once it may go: the memory its `turnAdmission` query answers with. */
@@ -53,10 +53,11 @@ const FIRST_TURN_CHECK_MS = 60_000;
 const LONGEST_TURN_CHECK_MS = 30 * 60_000;
 
 /**
- * One conversation. Serializes its turns: every message becomes a child turn workflow, started at
- * once (so its id answers GET /v1/turns/:id and cancel right away) but held until the previous turn
- * finished, then given the pruned history. Keeps the transcript and the running summary, and
- * continues as new when Temporal suggests it, carrying only that state.
+ * One conversation. Serializes its turns: the API registers each message here and then starts its
+ * turn workflow, with the pruned history when the session is idle; a turn queued behind another gets
+ * its go (and the history) when the previous one has finished. Messages of the earlier protocol become
+ * child turn workflows the same way. Keeps the transcript and the running summary, and continues as
+ * new when Temporal suggests it, carrying only that state.
  */
 export async function sessionWorkflow(input: SessionInput): Promise<void> {
   const { settings, owner } = input;
@@ -97,6 +98,10 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     run: carry.run,
   }));
 
+  /** The active or a queued turn: one whose end the session still waits for. */
+  const waiting = (turnId: string): boolean => active?.turnId === turnId || queue.some((p) => p.turnId === turnId);
+  const known = (turnId: string): boolean => waiting(turnId) || carry.recentTurnIds.includes(turnId);
+
   setHandler(turnAdmissionQuery, (turnId): TurnAdmission => {
     const pending = active?.turnId === turnId ? active : queue.find((p) => p.turnId === turnId);
     if (pending?.memory) return { state: 'begin', history: pending.memory };
@@ -106,19 +111,15 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
 
   setHandler(turnEndedSignal, (end) => {
     // Only turns this session waits for; a repeated announcement keeps the first.
-    const waiting = active?.turnId === end.turnId || queue.some((p) => p.turnId === end.turnId);
-    if (waiting && !ended.has(end.turnId)) ended.set(end.turnId, end);
+    if (waiting(end.turnId) && !ended.has(end.turnId)) ended.set(end.turnId, end);
   });
 
-  const known = (turnId: string): boolean =>
-    active?.turnId === turnId || queue.some((p) => p.turnId === turnId) || carry.recentTurnIds.includes(turnId);
 
   setHandler(
     submitMessageUpdate,
     async (msg): Promise<SubmitMessageResult> => {
       if (known(msg.turnId)) {
-        const pending = active?.turnId === msg.turnId || queue.some((p) => p.turnId === msg.turnId);
-        return { turnId: msg.turnId, created: false, position: positionOf(msg.turnId), ...(pending ? { pending } : {}) };
+        return { turnId: msg.turnId, created: false, position: positionOf(msg.turnId), ...(waiting(msg.turnId) ? { pending: true } : {}) };
       }
       // An idle session starts the turn with its history right away (one round trip less before the
       // model is called); otherwise the turn waits for its `beginTurn`.

@@ -189,117 +189,117 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     await listed.catch(() => undefined);
     return fail({
       code: 'not_in_session',
-      message: joined.state === 'ended' ? 'This message repeats an earlier one of the session.' : 'The session did not take this message in time.',
+      message: joined.state === 'ended' ? 'This message repeats an earlier one of the session.' : 'The session does not know this message.',
     });
   }
 
   async function runTurn(): Promise<TurnState> {
-  try {
-    let history = input.history;
-    let listed: Promise<CatalogRefs> | undefined;
-    if (input.sessionWorkflowId && input.queued) {
-      const joined = await joinSession(input.sessionWorkflowId);
-      history = joined.history;
-      listed = joined.catalog;
-    } else if (input.queued) {
-      emit('status', { status: 'running', phase: 'queued' });
-      await condition(() => begin !== undefined);
-      history = begin?.history ?? input.history;
-    }
-    emit('status', { status: 'running', phase: 'gathering_context' });
-    const listCatalog: Promise<CatalogRefs> = listed ?? listToolRefs();
-    const [catalog, context] = await Promise.all([
-      listCatalog.catch(
-        (err: unknown): CatalogRefs => {
-          log.warn('tool catalog unavailable', { error: describeFailure(err) });
-          emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
-          return { tools: [], servers: [] };
-        },
-      ),
-      // A direct tool call asks no model, so it reads no context for one.
-      !input.directCall && options.context.resources.length + options.context.prompts.length > 0
-        ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context, user])
-        : Promise.resolve({ pieces: [], failures: [] }),
-    ]);
-    for (const f of context.failures) {
-      emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
-    }
-    const unavailable = catalog.servers.filter((s) => s.state === 'unavailable');
-    for (const s of unavailable) {
-      emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
-    }
+    try {
+      let history = input.history;
+      let listed: Promise<CatalogRefs> | undefined;
+      if (input.sessionWorkflowId && input.queued) {
+        const joined = await joinSession(input.sessionWorkflowId);
+        history = joined.history;
+        listed = joined.catalog;
+      } else if (input.queued) {
+        emit('status', { status: 'running', phase: 'queued' });
+        await condition(() => begin !== undefined);
+        history = begin?.history ?? input.history;
+      }
+      emit('status', { status: 'running', phase: 'gathering_context' });
+      const listCatalog: Promise<CatalogRefs> = listed ?? listToolRefs();
+      const [catalog, context] = await Promise.all([
+        listCatalog.catch(
+          (err: unknown): CatalogRefs => {
+            log.warn('tool catalog unavailable', { error: describeFailure(err) });
+            emit('notice', { code: 'tools_unavailable', message: 'Tools are unavailable for this turn.' });
+            return { tools: [], servers: [] };
+          },
+        ),
+        // A direct tool call asks no model, so it reads no context for one.
+        !input.directCall && options.context.resources.length + options.context.prompts.length > 0
+          ? discovery.gatherContext.executeWithOptions({ summary: 'read context resources and prompts' }, [options.context, user])
+          : Promise.resolve({ pieces: [], failures: [] }),
+      ]);
+      for (const f of context.failures) {
+        emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
+      }
+      const unavailable = catalog.servers.filter((s) => s.state === 'unavailable');
+      for (const s of unavailable) {
+        emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
+      }
 
-    // The model only ever sees the tools the caller may use.
-    const visibleTools: ToolRef[] = user && policy ? filterCatalog<ToolRef>(policy, user, catalog.tools) : catalog.tools;
-    if (input.directCall) {
-      // Planned as if the model had asked for it, so an unknown or hidden tool is refused the same way.
-      const d = input.directCall;
-      const name = catalog.tools.find((t) => t.server === d.server && t.tool === d.tool)?.name ?? `${d.server}__${d.tool}`;
-      const [planned] = planToolCalls([{ id: 'direct-1', name, arguments: JSON.stringify(d.arguments) }], catalog.tools, visibleTools);
-      emit('status', { status: 'running', phase: 'calling_tools', step: 1, count: 1 });
-      const outcome = await runToolCall(planned as PlannedCall, 1);
-      record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
+      // The model only ever sees the tools the caller may use.
+      const visibleTools: ToolRef[] = user && policy ? filterCatalog<ToolRef>(policy, user, catalog.tools) : catalog.tools;
+      if (input.directCall) {
+        // Planned as if the model had asked for it, so an unknown or hidden tool is refused the same way.
+        const d = input.directCall;
+        const name = catalog.tools.find((t) => t.server === d.server && t.tool === d.tool)?.name ?? `${d.server}__${d.tool}`;
+        const [planned] = planToolCalls([{ id: 'direct-1', name, arguments: JSON.stringify(d.arguments) }], catalog.tools, visibleTools);
+        emit('status', { status: 'running', phase: 'calling_tools', step: 1, count: 1 });
+        const outcome = await runToolCall(planned as PlannedCall, 1);
+        record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
+        finished('completed');
+        return state;
+      }
+      // By name: the worker resolves them to schemas.
+      const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = { tools: [], toolNames: visibleTools.map((t) => t.name) };
+      const messages: ChatMessage[] = buildInitialMessages({
+        systemPrompt: options.systemPrompt,
+        context: context.pieces,
+        unavailableServers: unavailable,
+        history,
+        userText: input.userText,
+      });
+
+      let finalText: string | undefined;
+      while (finalText === undefined) {
+        state.steps += 1;
+        const step = state.steps;
+        // Past the step limit the model gets no tools, which forces a text answer.
+        const offerTools = step <= options.maxSteps;
+        emit('status', { status: 'running', phase: 'calling_llm', step });
+        let response;
+        try {
+          response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
+            { turnId: input.turnId, step, messages, ...(offerTools ? offered : { tools: [] }) },
+          ]);
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          return fail(llmError(err));
+        }
+        record.addUsage(response.usage);
+        if (response.toolCalls.length === 0 || !offerTools) {
+          finalText = response.text ?? '';
+          if (response.toolCalls.length > 0) {
+            finalText ||= `I stopped after ${options.maxSteps} tool steps without reaching an answer.`;
+          }
+          break;
+        }
+
+        messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
+        const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
+        emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
+        // Independent calls of one step run in parallel; results go back in the model's order.
+        const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
+        planned.forEach((p, i) => {
+          const outcome = outcomes[i] as ToolOutcome;
+          const content = outcome.isError ? `Error: ${outcome.text}` : outcome.text;
+          messages.push({ role: 'tool', toolCallId: p.call.id, content: truncate(content, options.maxToolResultChars) });
+        });
+      }
+
+      record.complete(finalText);
       finished('completed');
       return state;
+    } catch (err) {
+      // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
+      // cancelled (the server gets notifications/cancelled), no further tool call starts.
+      if (!isCancellation(err)) throw err;
+      record.cancel();
+      finished('cancelled');
+      throw new CancelledFailure('The turn was cancelled.', [state]);
     }
-    // By name: the worker resolves them to schemas.
-    const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = { tools: [], toolNames: visibleTools.map((t) => t.name) };
-    const messages: ChatMessage[] = buildInitialMessages({
-      systemPrompt: options.systemPrompt,
-      context: context.pieces,
-      unavailableServers: unavailable,
-      history,
-      userText: input.userText,
-    });
-
-    let finalText: string | undefined;
-    while (finalText === undefined) {
-      state.steps += 1;
-      const step = state.steps;
-      // Past the step limit the model gets no tools, which forces a text answer.
-      const offerTools = step <= options.maxSteps;
-      emit('status', { status: 'running', phase: 'calling_llm', step });
-      let response;
-      try {
-        response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
-          { turnId: input.turnId, step, messages, ...(offerTools ? offered : { tools: [] }) },
-        ]);
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        return fail(llmError(err));
-      }
-      record.addUsage(response.usage);
-      if (response.toolCalls.length === 0 || !offerTools) {
-        finalText = response.text ?? '';
-        if (response.toolCalls.length > 0) {
-          finalText ||= `I stopped after ${options.maxSteps} tool steps without reaching an answer.`;
-        }
-        break;
-      }
-
-      messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
-      const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
-      emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
-      // Independent calls of one step run in parallel; results go back in the model's order.
-      const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
-      planned.forEach((p, i) => {
-        const outcome = outcomes[i] as ToolOutcome;
-        const content = outcome.isError ? `Error: ${outcome.text}` : outcome.text;
-        messages.push({ role: 'tool', toolCallId: p.call.id, content: truncate(content, options.maxToolResultChars) });
-      });
-    }
-
-    record.complete(finalText);
-    finished('completed');
-    return state;
-  } catch (err) {
-    // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
-    // cancelled (the server gets notifications/cancelled), no further tool call starts.
-    if (!isCancellation(err)) throw err;
-    record.cancel();
-    finished('cancelled');
-    throw new CancelledFailure('The turn was cancelled.', [state]);
-  }
   }
 
   async function recordAudit(entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>): Promise<void> {
