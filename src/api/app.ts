@@ -24,7 +24,7 @@ import { sessionRoutes } from './routes/sessions';
 import { turnRoutes } from './routes/turns';
 import { webSocketRoutes } from './routes/websocket';
 import type { RateLimiters } from './rate-limits';
-import { createTurnService } from './turn-service';
+import { createTurnService } from './turns';
 import { memoryWorkerReports, type WorkerReports } from '../health/reports';
 import { workerReportRoutes } from './routes/worker-reports';
 import { usageRoutes } from './routes/usage';

@@ -11,7 +11,7 @@ import { wsMessages } from './client-events';
 import type { ServerMessage } from './contract';
 import type { TurnGateway } from './gateway';
 import { type FollowOptions, followTurn, type TurnFeed } from './turn-follower';
-import { ownedBy } from './turn-service';
+import { ownedBy } from './turns';
 
 /** One socket, as a watcher sees it. */
 export interface SessionListener {

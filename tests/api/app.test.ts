@@ -3,7 +3,7 @@ import Fastify, { type InjectOptions } from 'fastify';
 import { buildApp } from '../../src/api/app';
 import type { HttpError } from '../../src/api/errors';
 import { catalogRoutes } from '../../src/api/routes/catalog';
-import type { TurnService } from '../../src/api/turn-service';
+import type { TurnService } from '../../src/api/turns';
 import type { AddressInfo } from 'node:net';
 import { StreamOpening } from '../../src/api/contract';
 import type { LiveChunk } from '../../src/live/chunk';

@@ -11,7 +11,7 @@ import type { InjectOptions } from 'fastify';
 import { buildApp, type Authenticator } from '../../src/api/app';
 import type { TurnGateway } from '../../src/api/gateway';
 import { memoryRateLimiters } from '../../src/api/rate-limits';
-import { USAGE_SCOPE } from '../../src/api/turn-service';
+import { USAGE_SCOPE } from '../../src/api/turns';
 import { fileUsageLedger, type UsageRecord } from '../../src/usage/ledger';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 

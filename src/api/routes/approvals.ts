@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../caller';
 import { ApprovalsQuery, parseRequest } from '../contract';
 import { routeSchemas } from '../openapi';
-import type { TurnService } from '../turn-service';
+import type { TurnService } from '../turns';
 
 export const approvalRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
   app.get('/v1/approvals', { schema: routeSchemas.listApprovals }, async (request) => {

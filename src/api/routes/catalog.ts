@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../caller';
 import { routeSchemas } from '../openapi';
-import type { TurnService } from '../turn-service';
+import type { TurnService } from '../turns';
 
 export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
   app.get('/v1/tools', { schema: routeSchemas.listTools }, async (request) => await service.catalog(callerOf(request)));

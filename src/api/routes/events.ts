@@ -14,7 +14,7 @@ import { EventsQuery, parseRequest, TurnParams } from '../contract';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
 import { followTurn } from '../turn-follower';
-import { ownedBy, type TurnService } from '../turn-service';
+import { ownedBy, type TurnService } from '../turns';
 
 export interface EventRoutesOptions {
   service: TurnService;

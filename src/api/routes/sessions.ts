@@ -8,7 +8,7 @@ import { IdempotencyKey, messageBody, parseRequest, SessionParams, ToolCallBody 
 import { HttpError } from '../errors';
 import { routeSchemas } from '../openapi';
 import { addLogContext } from '../request-log-context';
-import type { Accepted, TurnService } from '../turn-service';
+import type { Accepted, TurnService } from '../turns';
 
 export interface SessionRoutesOptions {
   service: TurnService;

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../caller';
 import { ApprovalBody, ApprovalParams, InputBody, parseRequest, TurnParams } from '../contract';
 import { routeSchemas } from '../openapi';
-import type { TurnService } from '../turn-service';
+import type { TurnService } from '../turns';
 
 export const turnRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
   app.get('/v1/turns/:turnId', { schema: routeSchemas.getTurn }, async (request) => {

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../caller';
 import { parseRequest, UsageQuery } from '../contract';
 import { routeSchemas } from '../openapi';
-import type { TurnService } from '../turn-service';
+import type { TurnService } from '../turns';
 
 export const usageRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
   app.get('/v1/admin/usage', { schema: routeSchemas.usage }, async (request) => {

@@ -18,7 +18,7 @@ import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
 import { SYSTEM_MESSAGES } from '../system-messages';
 import { createSessionWatchers, type SessionListener } from '../session-watchers';
-import type { Accepted, TurnService } from '../turn-service';
+import type { Accepted, TurnService } from '../turns';
 
 export interface WebSocketOptions {
   service: TurnService;

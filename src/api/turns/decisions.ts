@@ -1,0 +1,80 @@
+/** Answers a turn waits for: the approvals inbox, approval decisions, and the owner's answers to servers' questions. */
+import type { z } from 'zod';
+import { canApprove } from '../../core/policy';
+import type { UserContext } from '../../shared/user';
+import type { TurnState } from '../../shared/turn';
+import type { ApprovalsInbox, InputBody } from '../contract';
+import { createArgumentValidator } from '../../validation/json-schema';
+import { HttpError, notFound } from '../errors';
+import type { TurnServiceOptions } from './options';
+import { unavailableOnError } from './unavailable';
+import { approvalTimeoutMs, ownedBy, pendingApprovals } from './views';
+
+const INBOX_LIMIT = 100;
+
+export function createDecisions(opts: TurnServiceOptions) {
+  const { gateway } = opts;
+  const answerValidator = createArgumentValidator();
+  return {
+    /** Pending decisions the caller may take: their own turns', and, for approver roles, the tenant's. */
+    async approvals(user: UserContext): Promise<z.output<typeof ApprovalsInbox>> {
+      const states = await unavailableOnError(() => gateway.awaitingApproval(user.tenant, INBOX_LIMIT));
+      const approvals = states
+        .filter((s) => s.owner && s.owner.tenant === user.tenant && canApprove(opts.policy(), user, s.owner.id))
+        .flatMap((s) => {
+          const redactArgs = ownedBy(s, user) ? (args: unknown) => args : opts.redactArguments;
+          return pendingApprovals(s, approvalTimeoutMs(opts.policy()), redactArgs).map((p) => ({
+            ...p,
+            turnId: s.turnId,
+            sessionId: s.sessionId,
+            owner: s.owner?.id ?? '',
+            decideUrl: `/v1/turns/${s.turnId}/approvals/${p.toolCallId}`,
+          }));
+        })
+        .sort((a, b) => a.deadline.localeCompare(b.deadline));
+      return { approvals };
+    },
+
+    async decideApproval(user: UserContext, turnId: string, toolCallId: string, approve: boolean) {
+      const state = await unavailableOnError(() => gateway.getTurn(turnId));
+      // Same tenant only; whether this caller may decide (owner, or an approver role) is the workflow's call.
+      if (!state || !state.owner || state.owner.tenant !== user.tenant) throw notFound(`turn ${turnId}`);
+      const result = await unavailableOnError(() => gateway.decideApproval(turnId, { toolCallId, approve, approver: user }));
+      if (result.kind === 'already_decided') throw new HttpError(409, 'already_decided', `tool call ${toolCallId} was already decided`);
+      // Not pending, or not this caller's to decide: indistinguishable from outside, by design.
+      if (result.kind !== 'decided') throw notFound(`pending approval ${toolCallId} of turn ${turnId}`);
+      return { turnId, toolCallId, decision: result.decision };
+    },
+
+    /**
+     * The owner's answer to a server's question (the turn's latest `input_required` for that call, not
+     * yet answered). An accepted answer must satisfy the question's schema: the server gets nothing the
+     * user did not mean to send.
+     */
+    async provideInput(user: UserContext, turnId: string, toolCallId: string, body: z.output<typeof InputBody>) {
+      const state = await unavailableOnError(() => gateway.getTurn(turnId));
+      if (!state || !state.owner || state.owner.tenant !== user.tenant || state.owner.id !== user.id) throw notFound(`turn ${turnId}`);
+      const asked = openQuestion(state, toolCallId);
+      if (!asked || !gateway.provideInput) throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
+      if (body.action === 'accept') {
+        const check = answerValidator.validate(asked.requestedSchema, body.content ?? {}, 'answer');
+        if (!check.ok) throw new HttpError(400, 'invalid_input', check.message);
+      }
+      const input = { toolCallId, action: body.action, ...(body.action === 'accept' ? { content: body.content ?? {} } : {}), by: { id: user.id, tenant: user.tenant } };
+      const result = await unavailableOnError(() => gateway.provideInput?.(turnId, input) ?? Promise.resolve({ kind: 'not_pending' as const }));
+      if (result.kind !== 'provided') throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
+      return { turnId, toolCallId, action: body.action };
+    },
+  };
+}
+
+/** The question (`input_required`) on `toolCallId` that no `input_provided` has answered yet. */
+function openQuestion(state: TurnState, toolCallId: string): { requestedSchema: unknown } | undefined {
+  let open: { requestedSchema: unknown } | undefined;
+  for (const e of state.events) {
+    if (e.data['toolCallId'] !== toolCallId) continue;
+    if (e.type === 'input_required') open = { requestedSchema: e.data['requestedSchema'] };
+    if (e.type === 'input_provided') open = undefined;
+  }
+  return open;
+}

@@ -1,0 +1,93 @@
+/** Reading turns and sessions: the caller's turn and its view, a session's transcript, what a queued turn waits for. */
+import type { z } from 'zod';
+import type { UserContext } from '../../shared/user';
+import { TERMINAL_STATUSES, type TurnState } from '../../shared/turn';
+import type { SessionMessages, TurnView, WaitingView } from '../contract';
+import { notFound } from '../errors';
+import { untilCaughtUp } from './catch-up';
+import type { TurnServiceOptions } from './options';
+import { unavailableOnError } from './unavailable';
+import { approvalTimeoutMs, decidable, ownedBy, readableBy, turnView } from './views';
+
+/** The caller's turn with its events after `after`: 404 unless the caller may read it. */
+export async function readTurn(
+  opts: TurnServiceOptions,
+  user: UserContext,
+  turnId: string,
+  read: { after?: number; likelyRunning?: boolean } = {},
+): Promise<TurnState> {
+  const state = await unavailableOnError(() =>
+    opts.gateway.getTurn(turnId, read.after, read.likelyRunning ? { likelyRunning: true } : undefined),
+  );
+  if (!state || !readableBy(state, user, opts.policy())) throw notFound(`turn ${turnId}`);
+  return state;
+}
+
+export function createReads(opts: TurnServiceOptions) {
+  const { gateway } = opts;
+  return {
+    /** The caller's turn with its events after `after`. */
+    turn: (user: UserContext, turnId: string, read: { after?: number; likelyRunning?: boolean } = {}): Promise<TurnState> =>
+      readTurn(opts, user, turnId, read),
+
+    async view(user: UserContext, turnId: string): Promise<TurnView> {
+      const state = await readTurn(opts, user, turnId);
+      return turnView(state, {
+        approvalTimeoutMs: approvalTimeoutMs(opts.policy()),
+        ...(ownedBy(state, user) ? {} : { redactArguments: opts.redactArguments }),
+      });
+    },
+
+    async hasSession(user: UserContext, sessionId: string): Promise<boolean> {
+      return (await unavailableOnError(() => gateway.getSession(user, sessionId))) !== null;
+    },
+
+    /**
+     * What the queued turn `state` waits for: the session's turn ahead of it, and that turn's pending
+     * approvals (a decision nobody takes holds the whole session up to the policy's timeout). Undefined
+     * once it runs (or ended). Only the owner follows a queued turn, so arguments are not redacted.
+     */
+    async waitingOn(state: TurnState): Promise<WaitingView | undefined> {
+      if (!state.owner || TERMINAL_STATUSES.includes(state.status)) return undefined;
+      const session = await gateway.getSession(state.owner, state.sessionId);
+      const behind = session?.activeTurnId;
+      if (!behind || behind === state.turnId || !session?.queuedTurnIds.includes(state.turnId)) return undefined;
+      const ahead = await gateway.getTurn(behind);
+      if (!ahead || TERMINAL_STATUSES.includes(ahead.status)) return undefined;
+      return {
+        turnId: state.turnId,
+        behind,
+        status: ahead.status === 'awaiting_approval' ? 'awaiting_approval' : 'running',
+        pendingApprovals: decidable(ahead, approvalTimeoutMs(opts.policy())),
+        cancelUrl: `/v1/turns/${behind}/cancel`,
+      };
+    },
+
+    async session(user: UserContext, sessionId: string): Promise<z.output<typeof SessionMessages>> {
+      // A stream says `done` as the turn's last workflow task runs; its session records the answer a
+      // moment later. A view that still shows an ended turn as active is read again (bounded), so a
+      // client that asks right after `done` finds the answer in the transcript.
+      const { view, activeTurn } = await untilCaughtUp(
+        async () => {
+          const v = await unavailableOnError(() => gateway.getSession(user, sessionId));
+          if (!v) throw notFound(`session ${sessionId}`);
+          const activeId = v.activeTurnId;
+          const turn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
+          return { view: v, activeTurn: turn };
+        },
+        (r) => !r.activeTurn || !TERMINAL_STATUSES.includes(r.activeTurn.status),
+      );
+      const pending = activeTurn?.status === 'awaiting_approval' ? decidable(activeTurn, approvalTimeoutMs(opts.policy())) : [];
+      return {
+        sessionId,
+        messages: view.messages,
+        totalMessages: view.totalMessages,
+        firstRetainedIndex: view.messages[0]?.index ?? view.totalMessages,
+        ...(view.summary ? { summary: view.summary } : {}),
+        ...(view.activeTurnId ? { activeTurnId: view.activeTurnId } : {}),
+        queuedTurnIds: view.queuedTurnIds,
+        ...(pending.length ? { pendingApprovals: pending } : {}),
+      };
+    },
+  };
+}
