@@ -30,6 +30,7 @@ import { workerReportRoutes } from './routes/worker-reports';
 import { usageRoutes } from './routes/usage';
 import type { UsageLedger } from '../usage/ledger';
 import type { HostConfig } from '../config';
+import { mcpRoutes } from './mcp-server/route';
 import './caller';
 
 export interface Authenticator {
@@ -76,6 +77,19 @@ export interface AppDeps {
   workerReports?: WorkerReports;
   /** Token usage per turn: daily budgets on submission and GET /v1/admin/usage (src/usage). Absent: neither. */
   usage?: { ledger: UsageLedger; config: () => Pick<HostConfig, 'budgets' | 'prices'> };
+  /** The host as an MCP server at /mcp (./mcp-server/route.ts); absent: not served. */
+  mcp?: McpEndpointOptions;
+}
+
+export interface McpEndpointOptions {
+  /** Seals the `requestState` of `input_required` answers; every replica needs the same key. */
+  stateKey: string;
+  /** Issuer URLs named in the protected resource metadata (RFC 9728). */
+  authorizationServers: readonly string[];
+  /** The public URL of /mcp, when the API sits behind a proxy; default: from the request. */
+  resourceUrl?: string;
+  /** Host names the endpoint answers to (DNS-rebinding guard); default: loopback only. */
+  allowedHosts?: readonly string[];
 }
 
 /** Routes a browser opens without setting headers (`EventSource`, `WebSocket`): they also take `?access_token`. */
@@ -188,6 +202,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // GET /ws: the same turns over a WebSocket, through the same service and the same follower.
   await app.register(webSocketRoutes, { service, gateway: deps.gateway, ...live, pollMs: deps.ssePollMs, ...deps.ws, maxMessageChars: deps.maxMessageChars });
   await app.register(catalogRoutes, { service });
+  if (deps.mcp) {
+    await app.register(mcpRoutes, {
+      ...deps.mcp,
+      auth: deps.auth,
+      service,
+      gateway: deps.gateway,
+      ...live,
+      pollMs: deps.ssePollMs,
+      maxMessageChars: deps.maxMessageChars,
+      logger: app.log,
+    });
+  }
   if (deps.console) await app.register(consoleRoutes, deps.console);
   if (deps.oauthStore) {
     const gateway = deps.gateway;

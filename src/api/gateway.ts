@@ -81,6 +81,15 @@ export interface TurnGateway {
   temporalHealth(): Promise<{ ok: boolean; error?: string }>;
   /** The tenant's running turns that wait for an approval (at most `limit`, newest first). */
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
+  /** The sessions of `owner`, newest first (at most `limit`; from Temporal's visibility, which lags by a moment). */
+  listSessions(owner: { id: string; tenant: string }, limit: number): Promise<SessionSummary[]>;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  startedAt: string;
+  /** false once the session's workflow ended (continued as new sessions stay open). */
+  open: boolean;
 }
 
 /** Temporal reads of turns the gateway made (the bench reports them per turn; a stream should need none). */
@@ -357,6 +366,22 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
         }),
       );
       return states.filter((s): s is TurnState => s?.status === 'awaiting_approval').slice(0, limit);
+    },
+
+    async listSessions(owner, limit) {
+      // Visibility queries quote values in single quotes with no escape: ids outside this set are
+      // refused rather than quoted (tenants are names already; user ids are the token's `sub`).
+      const safe = /^[a-zA-Z0-9_.@:|+-]{1,256}$/;
+      if (!safe.test(owner.id) || !safe.test(owner.tenant)) return [];
+      const query = `WorkflowType = '${SESSION_WORKFLOW_TYPE}' AND ${USER_ID_SEARCH_ATTRIBUTE} = '${owner.id}' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${owner.tenant}'`;
+      const seen = new Map<string, SessionSummary>();
+      for await (const wf of client.workflow.list({ query, pageSize: Math.min(limit * 2, 1000) })) {
+        const sessionId = wf.typedSearchAttributes.get(SessionIdKey);
+        if (!sessionId || seen.has(sessionId)) continue;
+        seen.set(sessionId, { sessionId, startedAt: wf.startTime.toISOString(), open: wf.status.name === 'RUNNING' });
+        if (seen.size >= limit) break;
+      }
+      return [...seen.values()];
     },
 
     async catalog() {

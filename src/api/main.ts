@@ -12,6 +12,7 @@ import { createTemporalGateway, ensureSearchAttributes } from './gateway';
 import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
 import { loadRedactionRules } from '../audit/redact';
+import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import type { LiveChunk } from '../live/chunk';
 import { createPgLiveBus } from '../live/pg-bus';
@@ -90,6 +91,21 @@ async function main(): Promise<void> {
       ...(env.TEMPORAL_UI_URL ? { temporalUiUrl: env.TEMPORAL_UI_URL } : {}),
       ...(env.CONSOLE_DEMO_USERS === 'on' && env.JWT_SECRET ? { demoToken: demoTokens(env.JWT_SECRET, issuerAndAudience(env)) } : {}),
     },
+    ...(env.MCP_ENDPOINT === 'on'
+      ? {
+          mcp: {
+            // Replicas must share it (TOKEN_SEAL_KEY); without one, a key of this process (one replica).
+            stateKey: env.TOKEN_SEAL_KEY ?? randomBytes(32).toString('hex'),
+            authorizationServers: env.MCP_AUTHORIZATION_SERVERS.length
+              ? env.MCP_AUTHORIZATION_SERVERS
+              : /^https?:\/\//.test(issuerAndAudience(env).issuer)
+                ? [issuerAndAudience(env).issuer]
+                : [],
+            ...(env.MCP_RESOURCE_URL ? { resourceUrl: env.MCP_RESOURCE_URL } : {}),
+            ...(env.MCP_ALLOWED_HOSTS.length ? { allowedHosts: env.MCP_ALLOWED_HOSTS } : {}),
+          },
+        }
+      : {}),
     ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks) } : {}) } } : {}),
   });
 

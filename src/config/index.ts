@@ -111,6 +111,28 @@ const EnvSchema = z.object({
   JWT_JWKS_URL: optionalText,
   JWT_ISSUER: optionalText,
   JWT_AUDIENCE: optionalText,
+  /** API: `off` does not serve the host as an MCP server at /mcp (src/api/mcp-server). */
+  MCP_ENDPOINT: z.enum(['on', 'off']).default('on'),
+  /**
+   * API: host names /mcp answers to, comma-separated (the DNS-rebinding guard checks Host and Origin
+   * against them); default: loopback names only. Add the name clients use when the API is not local.
+   */
+  MCP_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o !== ''))
+    .pipe(z.array(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9.-]+)$/, 'each entry must be a host name without scheme or port, e.g. mcp.example.com'))),
+  /** API: the public URL of /mcp behind a proxy (protected resource metadata); unset: from the request. */
+  MCP_RESOURCE_URL: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL ending in /mcp' }).optional(),
+  /**
+   * API: issuer URLs of the authorization servers that mint the API's tokens, comma-separated, named in
+   * /mcp's protected resource metadata; default: JWT_ISSUER when it is a URL.
+   */
+  MCP_AUTHORIZATION_SERVERS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o !== ''))
+    .pipe(z.array(z.url({ protocol: /^https?$/, message: 'each entry must be an issuer URL such as https://auth.example.com' }))),
   /** Worker: `off` bundles the workflow code at start instead of loading the prebuilt bundle (development). */
   WORKFLOW_BUNDLE: z.enum(['prebuilt', 'off']).default('prebuilt'),
 });

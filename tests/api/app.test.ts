@@ -77,6 +77,9 @@ function fakeGateway(): TurnGateway & {
     async awaitingApproval(tenant: string) {
       return [...turns.values()].filter((t) => t.owner?.tenant === tenant && t.status === 'awaiting_approval');
     },
+    async listSessions() {
+      return [];
+    },
   };
   return g;
 }

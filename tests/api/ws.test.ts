@@ -112,6 +112,9 @@ function fakeGateway(stepMs = 10) {
     async awaitingApproval() {
       return [];
     },
+    async listSessions() {
+      return [];
+    },
     async catalog(): Promise<Catalog> {
       return { tools: [], servers: [] };
     },

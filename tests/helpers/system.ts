@@ -100,6 +100,8 @@ export interface SystemOptions {
 }
 
 export const JWT_ISSUER = 'durable-mcp-host';
+/** The authorization server /mcp's protected resource metadata names in tests. */
+export const MCP_TEST_ISSUER = 'https://auth.example.test';
 export const JWT_AUDIENCE = 'durable-mcp-host-api';
 export { DEMO_USERS };
 
@@ -254,6 +256,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       maxMessageChars: 4_000,
       ssePollMs: 25,
       live: { hub: liveHub, secret: liveSecret },
+      // The host as an MCP server at /mcp, as main.ts serves it.
+      mcp: { stateKey: randomBytes(32).toString('hex'), authorizationServers: [MCP_TEST_ISSUER] },
       console: { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233' },
       ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
       ...(opts.metricsToken ? { metricsToken: opts.metricsToken } : {}),

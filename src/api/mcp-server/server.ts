@@ -1,0 +1,169 @@
+/**
+ * The host's MCP server, built per request for one verified caller (the SDK's v2 entry calls the
+ * factory for every HTTP request; nothing is kept between them, so any replica answers any call).
+ * Tools: `chat` (./chat.ts), the turn's and the approvals' tools, the sessions' tools. Resources: the
+ * caller's transcripts and turn records. Every one of them goes through the turn service, which checks
+ * ownership and tenant exactly as for /v1: a caller sees and does only what its role and tenant allow.
+ */
+import { McpServer, ResourceTemplate, type ServerContext } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { UserContext } from '../../shared/user';
+import type { LiveTextHub } from '../../live/hub';
+import type { Logger } from '../../logger';
+import { IdempotencyKey, SessionId, ToolCallId, TurnId } from '../contract';
+import type { TurnGateway } from '../gateway';
+import type { TurnService } from '../turns';
+import { chatResult, createChat } from './chat';
+import { asToolResult, jsonResult } from './results';
+
+export interface HostMcpDeps {
+  service: TurnService;
+  gateway: Pick<TurnGateway, 'getTurn' | 'listSessions'>;
+  live?: LiveTextHub;
+  pollMs: number;
+  maxMessageChars: number;
+  stateKey: string;
+  logger?: Pick<Logger, 'error'>;
+  /** The verified caller of this request, and the bearer token it sent (sealed for servers that forward it). */
+  user: UserContext;
+  token: string;
+  era: 'legacy' | 'modern';
+}
+
+const SERVER_INFO = { name: 'durable-mcp-host', title: 'Durable MCP host', version: '0.1.0' };
+/** `_meta` keys a client may use to make a retried `chat` land on the same turn. */
+const IDEMPOTENCY_META_KEYS = ['idempotencyKey', 'io.github.durable-mcp-host/idempotency-key'];
+const SCHEME = 'durable-host';
+
+export function createHostMcpServer(deps: HostMcpDeps): McpServer {
+  const { service, user } = deps;
+  const server = new McpServer(SERVER_INFO, {
+    capabilities: { tools: {}, resources: {} },
+    instructions:
+      'Each chat call is a durable turn of the host: it survives crashes of the host, tool calls run once, and calls that need a person wait for approval. Use list_approvals and decide_approval for calls waiting for a decision.',
+  });
+  const chat = createChat(deps);
+  const fault = (err: unknown) => deps.logger?.error({ err }, 'mcp: tool failed');
+  const run = <T>(body: () => Promise<T>) => asToolResult(body, fault);
+
+  server.registerTool(
+    'chat',
+    {
+      title: 'Chat with the host',
+      description:
+        'Send a message to one of your sessions (a new one when sessionId is left out) and get the answer with the tool calls it made. The turn runs durably; a call that needs approval is asked of you when your client can answer, else the result lists it as pending.',
+      inputSchema: z.object({
+        message: z.string().trim().min(1).max(deps.maxMessageChars).describe('What to ask or tell the host.'),
+        sessionId: SessionId.optional().describe('Continue this conversation (yours alone); omit it to start a new one.'),
+      }),
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    },
+    async (args, ctx: ServerContext) =>
+      run(async () => {
+        const meta = (ctx.mcpReq._meta ?? {}) as Record<string, unknown>;
+        const rawKey = IDEMPOTENCY_META_KEYS.map((k) => meta[k]).find((v) => v !== undefined);
+        const key = rawKey === undefined ? undefined : IdempotencyKey.safeParse(rawKey);
+        if (key && !key.success) return { content: [{ type: 'text' as const, text: '_meta idempotencyKey: must be 1-200 printable ASCII characters without spaces' }], isError: true };
+        return await chat(user, deps.token, deps.era, { message: args.message, sessionId: args.sessionId, idempotencyKey: key?.data }, ctx);
+      }),
+  );
+
+  server.registerTool(
+    'get_turn',
+    {
+      title: 'Read a turn',
+      description: 'The state of one of your turns: status, answer, tool calls, pending approvals.',
+      inputSchema: z.object({ turnId: TurnId }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ turnId }) => run(async () => chatResult(await service.view(user, turnId))),
+  );
+
+  server.registerTool(
+    'cancel_turn',
+    {
+      title: 'Cancel a turn',
+      description: 'Stops one of your running turns at its next step.',
+      inputSchema: z.object({ turnId: TurnId }),
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ turnId }) =>
+      run(async () => {
+        await service.cancel(user, turnId);
+        return jsonResult({ turnId, cancelled: true });
+      }),
+  );
+
+  server.registerTool(
+    'list_approvals',
+    {
+      title: 'Pending approvals',
+      description: 'Tool calls waiting for a decision that you may take: your own turns, and your tenant’s if your role approves.',
+      inputSchema: z.object({}),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async () => run(async () => jsonResult(await service.approvals(user))),
+  );
+
+  server.registerTool(
+    'decide_approval',
+    {
+      title: 'Approve or deny a tool call',
+      description: 'Decides a pending tool call (see list_approvals). The decision is audited under your name.',
+      inputSchema: z.object({ turnId: TurnId, toolCallId: ToolCallId, approve: z.boolean() }),
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    async ({ turnId, toolCallId, approve }) => run(async () => jsonResult(await service.decideApproval(user, turnId, toolCallId, approve))),
+  );
+
+  server.registerTool(
+    'list_sessions',
+    {
+      title: 'Your sessions',
+      description: 'Your conversations with the host, newest first.',
+      inputSchema: z.object({}),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async () => run(async () => jsonResult({ sessions: await deps.gateway.listSessions(user, 100) })),
+  );
+
+  server.registerTool(
+    'read_session',
+    {
+      title: 'Read a transcript',
+      description: 'The messages of one of your sessions, oldest first, and what it is doing now.',
+      inputSchema: z.object({ sessionId: SessionId }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ sessionId }) => run(async () => jsonResult(await service.session(user, sessionId))),
+  );
+
+  registerResources(server, deps);
+  return server;
+}
+
+/** The caller's transcripts and turn records as resources. */
+function registerResources(server: McpServer, deps: HostMcpDeps): void {
+  const { service, user } = deps;
+  const json = (uri: URL, value: unknown) => ({ contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] });
+  server.registerResource(
+    'transcript',
+    new ResourceTemplate(`${SCHEME}://sessions/{sessionId}`, {
+      list: async () => ({
+        resources: (await deps.gateway.listSessions(user, 100)).map((s) => ({
+          uri: `${SCHEME}://sessions/${s.sessionId}`,
+          name: `session ${s.sessionId}`,
+          mimeType: 'application/json',
+        })),
+      }),
+    }),
+    { title: 'Session transcript', description: 'One of your sessions: its messages and what it is doing now.', mimeType: 'application/json' },
+    async (uri, { sessionId }) => json(uri, await service.session(user, SessionId.parse(String(sessionId)))),
+  );
+  server.registerResource(
+    'turn',
+    new ResourceTemplate(`${SCHEME}://turns/{turnId}`, { list: undefined }),
+    { title: 'Turn record', description: 'One of your turns: status, answer, tool calls, pending approvals.', mimeType: 'application/json' },
+    async (uri, { turnId }) => json(uri, await service.view(user, TurnId.parse(String(turnId)))),
+  );
+}
