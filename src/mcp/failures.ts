@@ -38,20 +38,32 @@ export abstract class McpFailure extends Error {
   }
 }
 
-/** Retrying may help (connection lost, timeout, server not reachable, circuit open). */
+/** Retrying may help (connection lost, timeout, server not reachable, circuit open, a server's error answer). */
 export class McpTransientError extends McpFailure {
-  constructor(
-    server: string,
-    reason: string,
-    /**
-     * The request was written to the server (or may have been) before the failure: it may have taken
-     * effect. False only when it provably never left (no connection, circuit open, connection refused).
-     */
-    readonly requestSent = false,
-  ) {
+  /**
+   * The request was written to the server (or may have been) before the failure: it may have taken
+   * effect. False only when it provably never left (no connection, circuit open, connection refused).
+   */
+  readonly requestSent: boolean;
+  /**
+   * The server answered (a JSON-RPC error, an HTTP 4xx): it is up, and the failure is about this
+   * request, often about its caller. Such a failure says nothing about the server's health.
+   */
+  readonly answered: boolean;
+
+  constructor(server: string, reason: string, opts: { requestSent?: boolean; answered?: boolean } = {}) {
     super('transient', server, reason, `MCP server "${server}": ${reason}`);
+    this.requestSent = opts.requestSent ?? false;
+    this.answered = opts.answered ?? false;
   }
 }
+
+/**
+ * Does this failure say the server is unwell? Only transient failures the server did not answer
+ * (timeouts, refused or lost connections, HTTP 5xx): what a circuit breaker counts. One caller's
+ * refused or failing request must not close a server to every other caller.
+ */
+export const saysServerUnwell = (error: unknown): boolean => error instanceof McpTransientError && !error.answered;
 
 /** A connection refused (ECONNREFUSED) anywhere in the cause chain: nothing reached the server. */
 export function isConnectionRefused(error: unknown): boolean {
@@ -102,12 +114,37 @@ const PERMANENT_CODES = new Set<number>([
 /**
  * The verdict on a failed request. `refused`: the server understood and said no (for a tool call,
  * data for the LLM; for a resource or prompt, permanent). `connection` says what the pool does with
- * the connection the request ran on.
+ * the connection the request ran on; `answered`, whether the server answered (see McpTransientError).
  */
 export type RequestVerdict =
   | { kind: 'aborted'; cause: unknown }
   | { kind: 'refused'; reason: string }
-  | { kind: 'transient'; reason: string; connection: 'keep' | 'probe' | 'retire' };
+  | { kind: 'transient'; reason: string; connection: 'keep' | 'probe' | 'retire'; answered: boolean };
+
+/**
+ * The SDK reports its own timeout and a lost connection as McpErrors with codes (-32001, -32000)
+ * that a server may also send as its own error codes (the JSON-RPC range -32000..-32099 is the
+ * server's). What the SDK made itself is told apart by what it attaches: a timeout carries its
+ * limit in `data`, a closed connection has the SDK's fixed message and no data.
+ * tests/unit/mcp-failure-health.test.ts pins both against the real SDK.
+ */
+function isLocalTimeout(error: McpError): boolean {
+  if (error.code !== ErrorCode.RequestTimeout || typeof error.data !== 'object' || error.data === null) return false;
+  const data = error.data as { timeout?: unknown; maxTotalTimeout?: unknown };
+  return typeof data.timeout === 'number' || typeof data.maxTotalTimeout === 'number';
+}
+
+function isLocalConnectionClosed(error: McpError): boolean {
+  return error.code === ErrorCode.ConnectionClosed && error.data === undefined && error.message === `MCP error ${ErrorCode.ConnectionClosed}: Connection closed`;
+}
+
+/** The HTTP status a transport error carries, if the server answered one. */
+function httpStatusOf(error: unknown): number | undefined {
+  if (error instanceof StreamableHTTPError) return typeof error.code === 'number' && error.code >= 100 ? error.code : undefined;
+  // The legacy HTTP+SSE transport keeps the status only in its message.
+  const match = error instanceof Error ? /^Error POSTing to endpoint \(HTTP (\d{3})\)/.exec(error.message) : null;
+  return match?.[1] ? Number(match[1]) : undefined;
+}
 
 export function classifyRequestError(
   error: unknown,
@@ -116,23 +153,28 @@ export function classifyRequestError(
   // Checked first: the SDK reports its own abort as a RequestTimeout McpError.
   if (opts.signal?.aborted) return { kind: 'aborted', cause: opts.signal.reason };
   if (error instanceof McpError) {
-    if (error.code === ErrorCode.RequestTimeout) {
-      return { kind: 'transient', reason: `request timed out after ${opts.timeoutMs} ms`, connection: 'probe' };
+    if (isLocalTimeout(error)) {
+      return { kind: 'transient', reason: `request timed out after ${opts.timeoutMs} ms`, connection: 'probe', answered: false };
     }
-    if (error.code === ErrorCode.ConnectionClosed) {
-      return { kind: 'transient', reason: 'connection closed during the request; the next attempt reconnects', connection: 'retire' };
+    if (isLocalConnectionClosed(error)) {
+      return { kind: 'transient', reason: 'connection closed during the request; the next attempt reconnects', connection: 'retire', answered: false };
     }
+    // Any other McpError is the server's JSON-RPC error response: it is up and answering.
     const cause = safeReason(describeCause(error), opts.secrets);
     if (PERMANENT_CODES.has(error.code)) return { kind: 'refused', reason: cause };
-    return { kind: 'transient', reason: `server error ${error.code}: ${cause}`, connection: 'keep' };
+    return { kind: 'transient', reason: `server error ${error.code}: ${cause}`, connection: 'keep', answered: true };
   }
   if (isZodError(error)) return { kind: 'refused', reason: 'the server sent a malformed response' };
   // Everything else is the transport (fetch failed, HTTP error, broken pipe, "Not connected"):
-  // the connection cannot be trusted any more.
+  // the connection cannot be trusted any more. An HTTP status below 500 is still an answer (404
+  // session expired, 401/403 for a forwarded user token, 429 for one client's rate): the server is
+  // up. A 5xx, or no status at all, says it is not well.
+  const status = httpStatusOf(error);
   return {
     kind: 'transient',
     reason: `connection failed: ${safeReason(describeCause(error), opts.secrets)}; the next attempt reconnects`,
     connection: 'retire',
+    answered: status !== undefined && status < 500,
   };
 }
 

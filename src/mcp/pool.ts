@@ -807,7 +807,7 @@ export class McpServerHub implements McpHub, McpContextSource {
       if (verdict.connection === 'retire') this.retire(slot, conn, verdict.reason);
       // The connection was there and the request was handed to it: unless the server provably
       // refused the connection, it may have received (and applied) it.
-      throw new McpTransientError(slot.cfg.name, verdict.reason, !isConnectionRefused(error));
+      throw new McpTransientError(slot.cfg.name, verdict.reason, { requestSent: !isConnectionRefused(error), answered: verdict.answered });
     } finally {
       conn.inflight -= 1;
       if (!conn.alive && conn.inflight === 0 && slot.conn !== conn) void this.closeConnection(conn, false);

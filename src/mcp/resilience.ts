@@ -2,7 +2,7 @@ import type { Logger } from '../logger';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
 import type { McpServerConfig } from './config';
 import type { McpContextSource } from './context-source';
-import { isMcpFailure, McpTransientError } from './failures';
+import { isMcpFailure, McpTransientError, saysServerUnwell } from './failures';
 import type { CallToolRequest, McpHub } from './types';
 
 /**
@@ -12,7 +12,7 @@ import type { CallToolRequest, McpHub } from './types';
  */
 
 export interface BreakerOptions {
-  /** Consecutive transient failures that open the circuit. */
+  /** Consecutive failures saying the server is unwell (src/mcp/failures.ts `saysServerUnwell`) that open the circuit. */
   failureThreshold: number;
   /** How long an open circuit refuses calls before one trial call is let through. */
   cooldownMs: number;
@@ -124,13 +124,14 @@ export class ResilientHub implements McpHub, McpContextSource {
       this.breaker.success(server);
       return result;
     } catch (err) {
-      if (isTransient(err)) {
+      if (saysServerUnwell(err)) {
         this.breaker.failure(server);
         if (this.breaker.state(server) === 'open') {
           this.opts.logger?.warn({ server, circuit: this.breaker.snapshot(server) }, 'MCP circuit open');
         }
       } else {
-        // Not the server's health (e.g. cancelled, or the request was refused): release a trial slot.
+        // Not the server's health: cancelled, refused, or the server answered with an error about
+        // this request (one caller's). The server is up: count it as alive and release a trial slot.
         this.breaker.success(server);
       }
       throw err;

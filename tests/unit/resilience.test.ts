@@ -4,9 +4,13 @@ import type { Catalog, ToolOutcome } from '../../src/shared/tool-types';
 
 /** A scripted inner hub: each call either succeeds or throws what the test says. */
 function fakeInner() {
-  const state = { fail: false as false | 'transient' | 'permanent', calls: 0, reads: 0, text: 'v1' };
-  const boom = (server: string) =>
-    state.fail === 'permanent' ? new McpPermanentError(server, 'refused') : new McpTransientError(server, 'connection lost');
+  const state = { fail: false as false | 'transient' | 'answered' | 'permanent', calls: 0, reads: 0, text: 'v1' };
+  const boom = (server: string) => {
+    if (state.fail === 'permanent') return new McpPermanentError(server, 'refused');
+    // The server answered with a JSON-RPC error about this request (e.g. a user it does not know).
+    if (state.fail === 'answered') return new McpTransientError(server, 'server error -32001: unknown user', { requestSent: true, answered: true });
+    return new McpTransientError(server, 'connection lost');
+  };
   return {
     state,
     async catalog(): Promise<Catalog> {
@@ -83,6 +87,23 @@ test('permanent errors and tool errors do not trip the circuit', async () => {
   inner.state.fail = 'permanent';
   for (let i = 0; i < 5; i++) await expect(hub.callTool(call)).rejects.toBeInstanceOf(McpPermanentError);
   expect(hub.breaker.state('pay')).toBe('closed');
+});
+
+test("a server's error answers, however many, do not trip the circuit: the server is up", async () => {
+  const { inner, hub } = setup();
+  inner.state.fail = 'answered';
+  for (let i = 0; i < 10; i++) await expect(hub.callTool(call)).rejects.toMatchObject({ answered: true });
+  expect(inner.state.calls).toBe(10);
+  expect(hub.breaker.snapshot('pay')).toEqual({ state: 'closed', consecutiveFailures: 0 });
+
+  // An answer between transport failures shows the server alive: the count starts again.
+  inner.state.fail = 'transient';
+  for (let i = 0; i < 2; i++) await hub.callTool(call).catch(() => undefined);
+  inner.state.fail = 'answered';
+  await hub.callTool(call).catch(() => undefined);
+  inner.state.fail = 'transient';
+  for (let i = 0; i < 2; i++) await hub.callTool(call).catch(() => undefined);
+  expect(hub.breaker.snapshot('pay')).toEqual({ state: 'closed', consecutiveFailures: 2 });
 });
 
 test('resources are cached for the TTL, then refreshed', async () => {

@@ -63,8 +63,9 @@ describe('one MCP error class with a kind', () => {
   test('request errors are classified once, with secrets scrubbed from the reason', () => {
     const secrets = ['sekrit-value'];
     const opts = { timeoutMs: 1000, secrets };
-    expect(classifyRequestError(new McpError(ErrorCode.RequestTimeout, 'x'), opts)).toMatchObject({ kind: 'transient', connection: 'probe' });
-    expect(classifyRequestError(new McpError(ErrorCode.ConnectionClosed, 'x'), opts)).toMatchObject({ kind: 'transient', connection: 'retire' });
+    // The SDK's own timeout and lost connection, as it builds them (tests/unit/mcp-failure-health.test.ts).
+    expect(classifyRequestError(new McpError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: 1000 }), opts)).toMatchObject({ kind: 'transient', connection: 'probe' });
+    expect(classifyRequestError(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), opts)).toMatchObject({ kind: 'transient', connection: 'retire' });
     expect(classifyRequestError(new McpError(ErrorCode.InvalidParams, 'bad sekrit-value'), opts)).toEqual({ kind: 'refused', reason: 'bad [redacted]' });
     expect(classifyRequestError(new McpError(ErrorCode.InternalError, 'oops'), opts)).toMatchObject({ kind: 'transient', connection: 'keep' });
     const http = classifyRequestError(new StreamableHTTPError(502, 'bad gateway at sekrit-value'), opts);
