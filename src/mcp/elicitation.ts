@@ -18,7 +18,7 @@
  */
 import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { NO_CONTENT_SCHEMA, type ElicitationAnswer, type InputAsked } from '../shared/turn';
-import type { ElicitationRequest } from './pool';
+import type { ElicitationRequest } from './server-requests';
 
 /** One tool call's elicitation state (lives in the caller context of that call). */
 export class ElicitationSession {

@@ -5,7 +5,8 @@
  * dropped connection finishes its in-flight requests before it is closed.
  *
  * Its neighbours hold the rest: transports.ts builds the transports, failures.ts classifies errors,
- * render.ts turns content into text for the LLM, catalog.ts names and lists the tools, and
+ * render.ts turns content into text for the LLM, catalog.ts names and lists the tools,
+ * server-requests.ts routes a server's questions to the call they belong to, and
  * src/security/secrets.ts says what must never appear in a message.
  */
 import { isDeepStrictEqual } from 'node:util';
@@ -14,8 +15,6 @@ import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.j
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
   ListRootsRequestSchema,
   ResourceUpdatedNotificationSchema,
   ErrorCode,
@@ -23,10 +22,6 @@ import {
   ToolListChangedNotificationSchema,
   UrlElicitationRequiredError,
   type ClientCapabilities,
-  type CreateMessageRequest,
-  type CreateMessageResult,
-  type ElicitRequest,
-  type ElicitResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
@@ -47,6 +42,7 @@ import {
 } from './failures';
 import { AuthorizationDeniedError, AuthorizationRequiredError, authFetchFor, isPerUser, type OAuthSupport } from './oauth';
 import { renderContent, renderResourceContents, toToolOutcome } from './render';
+import { answerServerRequests, CallsInFlight, connectionContext, type ElicitationHandler, type SamplingHandler } from './server-requests';
 import { callerContext, type CallerContext } from './user-token';
 import { createTransport, openHttpWithFallback, pidOf, sessionIdOf, terminateHttpSession, type TransportKind } from './transports';
 import type { CallToolRequest, McpHub, ToolTaskRef } from './types';
@@ -77,31 +73,6 @@ export interface McpServerHubOptions {
    */
   onResourceUpdated?: (server: string, uri: string) => void;
 }
-
-export interface ElicitationRequest {
-  server: string;
-  /** The user the request is for, on a per-user server. */
-  principal?: string;
-  params: ElicitRequest['params'];
-  signal: AbortSignal;
-  /**
-   * The tool call the question belongs to: the request's own async context where the transport keeps
-   * it (Streamable HTTP), else the connection's only call in flight; absent when that is ambiguous.
-   */
-  caller?: CallerContext;
-}
-
-export type ElicitationHandler = (request: ElicitationRequest) => Promise<ElicitResult>;
-
-export interface SamplingRequest {
-  server: string;
-  params: CreateMessageRequest['params'];
-  signal: AbortSignal;
-  /** The tool call the request belongs to, found as for elicitation. */
-  caller?: CallerContext;
-}
-
-export type SamplingHandler = (request: SamplingRequest) => Promise<CreateMessageResult>;
 
 /** Whose connection a request without a caller (a listing at worker start) uses on a per-user server. */
 export const HOST_PRINCIPAL = 'host';
@@ -148,8 +119,8 @@ interface Connection {
   inflight: number;
   /** Resources subscribed to on this connection (each once). */
   subscribed: Set<string>;
-  /** The callers of the tool calls in flight on this connection (elicitation requests are routed to them). */
-  calls: Set<CallerContext>;
+  /** The tool calls in flight on this connection: a server's request is routed to the one it belongs to. */
+  calls: CallsInFlight;
   /** Bumped by every `tools/list_changed`, so a listing that started before one is not kept. */
   toolsGeneration?: number;
   /** Tool listing for this connection; dropped on `tools/list_changed` and never kept on failure. */
@@ -344,6 +315,7 @@ export class McpServerHub implements McpHub, McpContextSource {
       for await (const message of conn.client.experimental.tasks.callToolStream(params, CallToolResultSchema, { ...options, task: { ttl: TASK_TTL_MS } })) {
         if (message.type === 'taskCreated') {
           taskId = message.task.taskId;
+          conn.calls.noteTask(taskId, callerContext.getStore());
           const sessionId = sessionIdOf(conn.transport);
           req.onTask?.({ taskId, ...(sessionId ? { sessionId } : {}) });
         } else if (message.type === 'result') {
@@ -646,38 +618,23 @@ export class McpServerHub implements McpHub, McpContextSource {
     slot.stderrTail = [];
     const transport = createTransport(cfg, kind, (line) => this.stderrLine(slot, line), slot.authFetch);
     const client = new Client(this.clientInfo, { capabilities: this.capabilities });
-    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0, calls: new Set(), subscribed: new Set() };
+    const conn: Connection = { id: this.nextConnectionId++, client, transport, kind, alive: false, inflight: 0, calls: new CallsInFlight(kind !== 'streamable-http'), subscribed: new Set() };
 
     // Set before connect: the SDK chains its own handlers after these.
     transport.onerror = (error: Error) => this.onTransportError(slot, conn, error);
     client.onclose = () => this.onConnectionClosed(slot, conn);
     client.onerror = (error: Error) =>
       this.logger.debug({ server: cfg.name, error: safeReason(describeCause(error), slot.secrets) }, 'MCP protocol notice');
-    // A server's request during a tool call belongs to that call: the request's async context where
-    // the transport keeps it (Streamable HTTP), else the connection's only call in flight.
-    const callerOf = (): CallerContext | undefined => callerContext.getStore() ?? (conn.calls.size === 1 ? [...conn.calls][0] : undefined);
     // Read at each request: a reload that changes only the roots updates the slot, not the connection.
     client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [...(slot.cfg.roots ?? [])] }));
-    const sample = this.sample;
-    if (sample) {
-      client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => {
-        const caller = callerOf();
-        return sample({ server: cfg.name, params: request.params, signal: extra.signal, ...(caller ? { caller } : {}) });
-      });
-    }
-    const elicit = this.elicit;
-    if (elicit) {
-      client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
-        const caller = callerOf();
-        return elicit({
-          server: cfg.name,
-          ...(slot.principal ? { principal: slot.principal } : {}),
-          params: request.params,
-          signal: extra.signal,
-          ...(caller ? { caller } : {}),
-        });
-      });
-    }
+    answerServerRequests(client, {
+      server: cfg.name,
+      ...(slot.principal ? { principal: slot.principal } : {}),
+      calls: conn.calls,
+      ...(this.elicit ? { elicit: this.elicit } : {}),
+      ...(this.sample ? { sample: this.sample } : {}),
+      debug: (obj, msg) => this.logger.debug(obj, msg),
+    });
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
       this.logger.debug({ server: cfg.name, uri: notification.params.uri }, 'MCP resource updated');
       this.onResourceUpdated?.(cfg.name, notification.params.uri);
@@ -695,7 +652,9 @@ export class McpServerHub implements McpHub, McpContextSource {
     });
     this.open.add(conn);
     try {
-      await Promise.race([client.connect(transport, { timeout: connectMs }), timedOut]);
+      // Not in the caller's context: the streams the connection keeps open must carry no call's (server-requests.ts).
+      const connecting = callerContext.run(connectionContext(callerContext.getStore()), () => client.connect(transport, { timeout: connectMs }));
+      await Promise.race([connecting, timedOut]);
     } catch (error) {
       // Not awaited: killing a hung child can take seconds and the caller should hear now. The
       // connection stays in `open` until it is gone, so close() still waits for it.

@@ -9,7 +9,7 @@ import type { CreateMessageRequest, CreateMessageResult } from '@modelcontextpro
 import type { LlmClient } from '../llm/client';
 import { NO_CONTENT_SCHEMA, type ChatMessage, type SamplingAllowance } from '../shared/turn';
 import type { ElicitationSession } from './elicitation';
-import type { SamplingRequest } from './pool';
+import type { SamplingRequest } from './server-requests';
 
 /** How much of the server's prompt the user is shown when asked to allow a request. */
 const PROMPT_SHOWN_CHARS = 400;
