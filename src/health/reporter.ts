@@ -25,7 +25,11 @@ export interface WorkerReporterOptions {
 }
 
 export interface WorkerReporter {
-  /** Sends a report now (and restarts the schedule from it); resolves when it was sent or failed. */
+  /**
+   * Sends a report now (and restarts the schedule from it); resolves when it was sent or failed.
+   * The report it waits for reads the servers' states after the call: with one already in flight
+   * (whose states were read before), it is the one after that.
+   */
   reportNow(): Promise<void>;
   stop(): void;
 }
@@ -40,9 +44,14 @@ export function reportUrlFrom(livePushUrl: string): string {
 export function startWorkerReporter(opts: WorkerReporterOptions): WorkerReporter {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
+  // The cycle whose report is on its way (it read the servers' states when it started), and the one
+  // promised to callers of reportNow() who came meanwhile: they asked after that read, so they get
+  // the cycle after it, which starts when `inFlight` ends and serves all of them (it reads later).
+  let inFlight: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
   let lastWarn = 0;
 
+  // Calls status() before its first await: a cycle reads the states from the moment it starts.
   const send = async (): Promise<void> => {
     try {
       const servers = await opts.status();
@@ -62,16 +71,28 @@ export function startWorkerReporter(opts: WorkerReporterOptions): WorkerReporter
     }
   };
 
-  const cycle = (): Promise<void> => {
+  const schedule = (): void => {
+    timer = setTimeout(() => void cycle(), opts.everyMs);
+    timer.unref();
+  };
+
+  const start = (): Promise<void> => {
     if (timer) clearTimeout(timer);
-    running ??= send().finally(() => {
-      running = undefined;
-      if (!stopped) {
-        timer = setTimeout(() => void cycle(), opts.everyMs);
-        timer.unref();
-      }
+    inFlight = send().finally(() => {
+      inFlight = undefined;
+      // With a cycle promised, the schedule restarts from that one instead.
+      if (!stopped && !next) schedule();
     });
-    return running;
+    return inFlight;
+  };
+
+  const cycle = (): Promise<void> => {
+    if (!inFlight) return start();
+    next ??= inFlight.then(() => {
+      next = undefined;
+      return start();
+    });
+    return next;
   };
 
   void cycle();

@@ -7,6 +7,7 @@ import { bearer, getJson, postJson, postMessage, readSse, waitFor, type SseEvent
 import { startSchoolSystem, type SchoolSystem } from '../helpers/school';
 import { JWT_AUDIENCE, JWT_ISSUER, ROOT } from '../helpers/system';
 import { loadPolicyFile } from '../../src/config/policy';
+import type { Policy } from '../../src/shared/policy';
 
 /**
  * Who may do what, on the real system: JWTs at the edge, the policy filtering what the model sees
@@ -19,11 +20,16 @@ const LLM_KEY = 'sk-test-known-llm-key-0123456789abcdef';
 const VAULT_KEY = 'vault-known-secret-header-value-42';
 const SEAL_KEY = 'seal-key-known-secret-0123456789abcdef-xyz';
 /**
- * Longer than a killed worker's sticky queue holds a workflow task (10 s) before the server hands it
- * to another worker: the restart test must be decided before the approval expires.
+ * Longer than any test here runs, so no decision can come too late however slow the machine: the
+ * restart test alone spends 10 s with the turn's task on the killed worker's sticky queue, plus the
+ * new worker's start. The timeout test sets EXPIRING_APPROVAL_MS for its own turn and waits for it.
  */
-const APPROVAL_MS = 15_000;
+const APPROVAL_MS = 600_000;
+const EXPIRING_APPROVAL_MS = 2_000;
+// Adding users needs a human's approval in this deployment.
+const APPROVAL = { tools: ['admin/add_user'], timeoutMs: APPROVAL_MS, approverRoles: ['admin'] };
 let sys: SchoolSystem;
+let withApproval: Policy;
 let admin: Record<string, string>;
 let teacher: Record<string, string>;
 let student: Record<string, string>;
@@ -31,8 +37,7 @@ let outsider: Record<string, string>;
 
 beforeAll(async () => {
   const policy = loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
-  // Adding users needs a human's approval in this deployment, decided within APPROVAL_MS.
-  const withApproval = { ...policy, approval: { tools: ['admin/add_user'], timeoutMs: APPROVAL_MS, approverRoles: ['admin'] } };
+  withApproval = { ...policy, approval: APPROVAL };
   sys = await startSchoolSystem({
     policy: withApproval,
     workerEnv: { LLM_API_KEY: LLM_KEY, VAULT_KEY, LOG_LEVEL: 'debug' },
@@ -155,7 +160,7 @@ test("approvals inbox: another admin of the tenant sees the waiting call, reads 
   const listed = await waitFor(async () => {
     const inbox = await getJson(`${sys.apiUrl}/v1/approvals`, admin);
     return inbox.body.approvals.find((a: { turnId: string }) => a.turnId === post.body.turnId);
-  }, 3_000);
+  });
   expect(listed).toMatchObject({ owner: 'u-ann', name: 'admin__add_user', arguments: { name: 'Ivy Inbox', role: 'teacher' } });
   expect(Date.parse(listed.deadline) - Date.parse(listed.requestedAt)).toBe(APPROVAL_MS);
   expect((await getJson(`${sys.apiUrl}/v1/approvals`, teacher)).body.approvals).toEqual([]);
@@ -173,7 +178,9 @@ test('a rejected approval and an approval timeout both leave the action undone',
   const seen = await until(a.body.turnId, admin, (e) => e.event === 'approval_required');
   const id = seen.find((e) => e.event === 'approval_required')?.data.toolCallId as string;
   expect((await postJson(`${sys.apiUrl}/v1/turns/${a.body.turnId}/approvals/${id}`, { approve: false }, admin)).body.decision).toBe('rejected');
-  const b = await postMessage(sys.apiUrl, 'approve', 'Add a teacher named Tim Timeout', admin);
+  // A policy edit applies to the turns that start after it: this one expires soon, the others do not.
+  sys.setPolicy({ ...withApproval, approval: { ...APPROVAL, timeoutMs: EXPIRING_APPROVAL_MS } });
+  const b = await postMessage(sys.apiUrl, 'approve', 'Add a teacher named Tim Timeout', admin).finally(() => sys.setPolicy(withApproval));
   for (const t of [a, b]) {
     const events = await readSse(`${sys.apiUrl}/v1/turns/${t.body.turnId}/events`, { headers: admin, timeoutMs: 60_000 });
     expect(events.at(-1)?.event).toBe('done');

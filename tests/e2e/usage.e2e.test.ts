@@ -4,7 +4,7 @@
  * tenant only for callers allowed to see it; a daily budget per user refuses that user's next
  * message with 429 `token_budget_exhausted` (and when to retry), while other users go on.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import type { UsageReport } from '../../src/api/contract';
 import { bearer, getJson, postMessage, readSse, waitFor } from '../helpers/http';
@@ -40,7 +40,7 @@ test('a turn is recorded once with its tokens and cost; the budget then stops th
   const report = await waitFor(async () => {
     const r = await getJson(`${sys.apiUrl}/v1/admin/usage?groupBy=user`, admin);
     return r.status === 200 && r.body.rows.length > 0 ? r.body : undefined;
-  }, 15_000, 200);
+  }, 60_000, 200);
   const row = report.rows.find((r: UsageRow) => r.userId === 'u-ada') as UsageRow;
   expect(row).toMatchObject({ model: 'demo-model', turns: 1, ...turn.usage });
   expect(row.totalTokens).toBe(turn.usage.promptTokens + turn.usage.completionTokens + turn.usage.samplingTokens);
@@ -57,10 +57,14 @@ test('a turn is recorded once with its tokens and cost; the budget then stops th
   const earlier = await getJson(`${sys.apiUrl}/v1/admin/usage?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`, admin);
   expect(earlier.body.rows).toEqual([]);
 
-  // The turn's audit entry carries its tokens.
-  const audit = readFileSync(sys.auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; workflowId?: string; detail?: string });
-  const entry = audit.find((e) => e.kind === 'turn_usage' && e.workflowId === post.body.turnId);
-  expect(entry?.detail).toBe(`model=demo-model prompt=${turn.usage.promptTokens} completion=${turn.usage.completionTokens} sampling=${turn.usage.samplingTokens}`);
+  // The turn's audit entry carries its tokens. The worker appends it after the usage record the
+  // report already shows, so it may not be written yet: wait for it (complete lines only).
+  const entry = await waitFor(async () => {
+    const lines = existsSync(sys.auditFile) ? readFileSync(sys.auditFile, 'utf8').split('\n').slice(0, -1) : [];
+    const audit = lines.map((l) => JSON.parse(l) as { kind: string; workflowId?: string; detail?: string });
+    return audit.find((e) => e.kind === 'turn_usage' && e.workflowId === post.body.turnId);
+  }, 60_000);
+  expect(entry.detail).toBe(`model=demo-model prompt=${turn.usage.promptTokens} completion=${turn.usage.completionTokens} sampling=${turn.usage.samplingTokens}`);
 
   // The user's budget (1 token a day) is used up: the next message is refused, with when to retry.
   const refused = await postMessage(sys.apiUrl, 'usage', 'hello', admin);

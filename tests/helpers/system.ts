@@ -126,6 +126,8 @@ export interface TestSystem {
   /** The API's Temporal reads of turns so far (queries, describes, results). */
   turnReads(): TurnReads;
   startWorker(env?: NodeJS.ProcessEnv): Promise<ManagedProcess>;
+  /** The policy for the requests and turns that follow (a turn keeps the one it started with), as an edit of POLICY_FILE in production. */
+  setPolicy(policy: Policy): void;
   /** What the API logged (only with `captureApiLog`). */
   apiLog(): string;
   /** Registers cleanup for something the test started (runs before the system stops). */
@@ -235,9 +237,9 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const apiLogger = opts.captureApiLog
       ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
       : undefined;
-    const policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
+    let policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
     const hostConfig = defaultHostConfig(opts.host);
-    const settings = turnSettingsFrom(hostConfig, policy);
+    let settings = turnSettingsFrom(hostConfig, policy);
     const gateway = createTemporalGateway({
       client,
       taskQueue,
@@ -270,6 +272,10 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       dir, apiUrl, app, client, temporal, model, worker, taskQueue, notesFile, mcpConfigPath, workerEnv, startWorker, liveHub,
       auditFile, jwtSecret, token,
       turnReads: () => gateway.reads(),
+      setPolicy(next) {
+        policy = next;
+        settings = turnSettingsFrom(hostConfig, next);
+      },
       apiLog: () => apiLogText,
       onStop(fn) {
         cleanups.push(fn);

@@ -50,25 +50,54 @@ test('the report route sits beside the live route', () => {
   expect(reportUrlFrom('https://api.example.com/host/internal/live')).toBe('https://api.example.com/host/internal/workers');
 });
 
-test('the reporter posts at once and then on schedule, with the secret; an API that fails is logged once and retried', async () => {
-  const bodies: unknown[] = [];
-  let fail = false;
+/**
+ * The report route on a real port. Tests wait on what it received (`until`, checked at every request),
+ * never on a duration: a loaded machine only makes them slower.
+ */
+async function fakeApi() {
+  const bodies: Array<{ worker: string; everyMs: number; servers: ServerStatus[] }> = [];
+  const state = { fail: false, failed: 0 };
+  const checks = new Set<() => void>();
   const server = createServer((req: IncomingMessage, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      if (req.headers.authorization !== 'Bearer s3cret-s3cret-s3cret') return void res.writeHead(401).end();
-      if (fail) return void res.writeHead(500).end();
-      bodies.push(JSON.parse(body));
-      res.writeHead(204).end();
+      if (req.headers.authorization !== 'Bearer s3cret-s3cret-s3cret') res.writeHead(401).end();
+      else if (state.fail) {
+        state.failed++;
+        res.writeHead(500).end();
+      } else {
+        bodies.push(JSON.parse(body));
+        res.writeHead(204).end();
+      }
+      for (const check of checks) check();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/internal/workers`,
+    bodies,
+    state,
+    until: (ok: () => boolean) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (!ok()) return;
+          checks.delete(check);
+          resolve();
+        };
+        checks.add(check);
+        check();
+      }),
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+test('the reporter posts at once and then on schedule, with the secret; an API that fails is logged once and retried', async () => {
+  const api = await fakeApi();
   const warnings: Array<Record<string, unknown>> = [];
   let calls = 0;
   const reporter = startWorkerReporter({
-    url: `http://127.0.0.1:${port}/internal/workers`,
+    url: api.url,
     secret: 's3cret-s3cret-s3cret',
     worker: '42@host',
     everyMs: 100,
@@ -76,23 +105,54 @@ test('the reporter posts at once and then on schedule, with the secret; an API t
     logger: { warn: (obj) => warnings.push(obj) },
   });
   try {
-    const until = async (ok: () => boolean) => {
-      for (let i = 0; i < 100 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
-      expect(ok()).toBe(true);
-    };
-    await until(() => bodies.length >= 3);
-    expect(bodies[0]).toEqual({ worker: '42@host', everyMs: 100, servers: [up('call-1')] });
-    fail = true;
-    await until(() => warnings.length === 1 && calls >= bodies.length + 3);
+    await api.until(() => api.bodies.length >= 3);
+    expect(api.bodies[0]).toEqual({ worker: '42@host', everyMs: 100, servers: [up('call-1')] });
+    api.state.fail = true;
+    // Retried on schedule; reportNow() then returns after every report begun before it has ended.
+    await api.until(() => api.state.failed >= 3);
+    await reporter.reportNow();
     expect(warnings).toHaveLength(1);
     expect(JSON.stringify(warnings)).not.toContain('s3cret');
     expect(warnings[0]?.err).toMatch(/HTTP 500/);
-    fail = false;
-    const before = bodies.length;
+    api.state.fail = false;
+    const asked = calls;
     await reporter.reportNow();
-    expect(bodies.length).toBe(before + 1);
+    expect(api.bodies.at(-1)?.servers).toEqual([up(`call-${asked + 1}`)]);
   } finally {
     reporter.stop();
-    await new Promise((r) => server.close(r));
+    await api.close();
+  }
+});
+
+test('reportNow while a report is on its way sends one more, with the states read after the call', async () => {
+  const api = await fakeApi();
+  let state = 'before';
+  let release = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  let reads = 0;
+  const reporter = startWorkerReporter({
+    url: api.url,
+    secret: 's3cret-s3cret-s3cret',
+    worker: '42@host',
+    everyMs: 60_000,
+    status: async () => {
+      const seen = state;
+      if (++reads === 1) await held;
+      return [up(seen)];
+    },
+    logger: { warn: () => {} },
+  });
+  try {
+    // The first report has read its states and is held on its way: what changes now is not in it.
+    expect(reads).toBe(1);
+    state = 'after';
+    const asked = [reporter.reportNow(), reporter.reportNow()];
+    release();
+    await Promise.all(asked);
+    // Both callers share the one report that follows, and nothing else was sent.
+    expect(api.bodies.map((b) => b.servers)).toEqual([[up('before')], [up('after')]]);
+  } finally {
+    reporter.stop();
+    await api.close();
   }
 });
