@@ -38,7 +38,7 @@ const SCHEME = 'durable-host';
 export function createHostMcpServer(deps: HostMcpDeps): McpServer {
   const { service, user } = deps;
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {}, resources: {} },
+    capabilities: { tools: {}, resources: {}, logging: {} },
     instructions:
       'Each chat call is a durable turn of the host: it survives crashes of the host, tool calls run once, and calls that need a person wait for approval. Use list_approvals and decide_approval for calls waiting for a decision.',
   });
