@@ -330,6 +330,10 @@ async function main(): Promise<void> {
           `  ${tryCommand}`,
           `  curl -N -H "authorization: Bearer $TOKEN" ${apiUrl}/v1/turns/<turnId>/events`,
           '',
+          `The host is also an MCP server: ${apiUrl}/mcp (Streamable HTTP, Authorization: Bearer $TOKEN).`,
+          `  VS Code (.vscode/mcp.json): ${JSON.stringify({ servers: { 'durable-host': { type: 'http', url: `${apiUrl}/mcp`, headers: { Authorization: 'Bearer <token>' } } } })}`,
+          `  Clients that spawn a process: DMH_TOKEN=<token> node ${path.join(dist, 'src/cli/mcp-bridge.js')} --url ${apiUrl}/mcp`,
+          '',
           'Press Ctrl-C to stop.',
           '',
         ].join('\n'),
@@ -343,6 +347,7 @@ async function main(): Promise<void> {
         llm: modelNote,
         token: 'TOKEN=$(npm run -s token -- --role admin)',
         try: tryCommand,
+        mcp: `${apiUrl}/mcp`,
       });
     }
     followEdits(env, local.files);

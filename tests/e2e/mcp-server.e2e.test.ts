@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { MCP_TEST_ISSUER, ROOT, startSystem, type TestSystem } from '../helpers/system';
+import { DIST, MCP_TEST_ISSUER, ROOT, startSystem, type TestSystem } from '../helpers/system';
 import path from 'node:path';
 import type { Policy } from '../../src/shared/policy';
 
@@ -188,6 +189,28 @@ describe('a 2026-07-28 client', () => {
       expect(turn.toolCalls.find((c) => c.name === 'notes__add_note')?.state).toBe('completed');
       const notes = (await client.callTool({ name: 'chat', arguments: { message: 'list notes', sessionId: turn.sessionId } })).structuredContent as Structured;
       expect(notes.text).toContain('the plants need water');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('the stdio bridge, for clients that only spawn processes', () => {
+  test('a client spawning the bridge lists the tools and chats', async () => {
+    const client = new LegacyClient({ name: 'spawning-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [path.join(DIST, 'src/cli/mcp-bridge.js'), '--url', mcpUrl().href],
+        env: { DMH_TOKEN: await sys.token('student'), PATH: process.env.PATH ?? '' },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('chat');
+      const turn = structured(await client.callTool({ name: 'chat', arguments: { message: 'add 20 and 22' } }));
+      expect(turn.status).toBe('completed');
+      expect(turn.text).toContain('42');
     } finally {
       await client.close();
     }
