@@ -2,7 +2,10 @@
 # role (see docker-compose.yml). Two stages: the build has the dev dependencies (TypeScript, the
 # workflow bundler's inputs); the image has production dependencies only, the compiled code, the
 # prebuilt workflow bundle and the example data. No tests, no sources.
-FROM node:22-bookworm-slim AS build
+# An exact Node release; to pin it by digest, or to update it: README, "Updating images"
+# (docker compose build --build-arg NODE_IMAGE=node:22.x.y-bookworm-slim@sha256:...).
+ARG NODE_IMAGE=node:22.23.3-bookworm-slim
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +14,7 @@ COPY src ./src
 COPY examples ./examples
 RUN npx tsc -p tsconfig.json && node dist/src/cli/bundle-workflows.js
 
-FROM node:22-bookworm-slim
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -6,6 +6,9 @@
 # update-schema applies only what is missing, so a newer image upgrades the schema in place.
 set -eu
 : "${POSTGRES_SEEDS:?}" "${POSTGRES_USER:?}" "${SQL_PASSWORD:?}"
+# Refused before anything is created with it (the API and workers refuse it too, in POSTGRES_URL).
+. "$(dirname "$0")/refuse-placeholder.sh"
+refuse_placeholder POSTGRES_PASSWORD "$SQL_PASSWORD" || exit 1
 port="${DB_PORT:-5432}"
 sql() { temporal-sql-tool --plugin postgres12 --ep "$POSTGRES_SEEDS" -p "$port" -u "$POSTGRES_USER" "$@"; }
 schema=/etc/temporal/schema/postgresql/v12

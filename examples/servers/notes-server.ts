@@ -18,6 +18,7 @@ import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import * as lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
 import { hostAllowed, readJsonBody, sendJsonRpcError } from './http-util';
@@ -40,10 +41,42 @@ interface StoreData {
   idempotency: Record<string, Note>;
 }
 
+/**
+ * Several processes write one file: every worker starts its own stdio copy of this server (the compose
+ * stack's workers share /app/.data). A lock file next to the data (proper-lockfile: a `FILE.lock`
+ * directory taken with mkdir, as the school store does) keeps their read-modify-write cycles apart.
+ * It holds between processes of one host only: the example is single-host, never on a network share.
+ */
+const LOCK_STALE_MS = 10_000;
+const LOCK_RETRIES = { retries: 400, factor: 1.3, minTimeout: 5, maxTimeout: 60, randomize: true };
+
 class NotesStore {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(readonly file: string) {}
+
+  /** The file locked against the other processes on this host while `op` reads and writes it. */
+  private async acrossProcesses<T>(op: (stillHeld: () => void) => Promise<T>): Promise<T> {
+    await mkdir(path.dirname(this.file), { recursive: true });
+    let compromised: Error | undefined;
+    const release = await lockfile.lock(this.file, {
+      realpath: false, // the data file may not exist yet: the lock is on its name
+      stale: LOCK_STALE_MS,
+      retries: LOCK_RETRIES,
+      onCompromised: (error) => {
+        // The default throws from a timer and kills the process: refuse the write instead.
+        compromised = error;
+        log(`notes lock compromised: ${error.message}`);
+      },
+    });
+    try {
+      return await op(() => {
+        if (compromised) throw new Error(`notes lock lost before writing (${compromised.message}); nothing was written`);
+      });
+    } finally {
+      await release().catch((error: Error) => log(`notes unlock failed: ${error.message}`));
+    }
+  }
 
   /** One operation at a time in this process: read-modify-write must not interleave. */
   private exclusive<T>(op: () => Promise<T>): Promise<T> {
@@ -79,16 +112,19 @@ class NotesStore {
   }
 
   add(text: string, idempotencyKey: string | undefined): Promise<{ note: Note; duplicate: boolean }> {
-    return this.exclusive(async () => {
-      const data = await this.read();
-      const previous = idempotencyKey ? data.idempotency[idempotencyKey] : undefined;
-      if (previous) return { note: previous, duplicate: true };
-      const note: Note = { id: randomUUID(), text, createdAt: new Date().toISOString() };
-      data.notes.push(note);
-      if (idempotencyKey) data.idempotency[idempotencyKey] = note;
-      await this.write(data);
-      return { note, duplicate: false };
-    });
+    return this.exclusive(() =>
+      this.acrossProcesses(async (stillHeld) => {
+        const data = await this.read();
+        const previous = idempotencyKey ? data.idempotency[idempotencyKey] : undefined;
+        if (previous) return { note: previous, duplicate: true };
+        const note: Note = { id: randomUUID(), text, createdAt: new Date().toISOString() };
+        data.notes.push(note);
+        if (idempotencyKey) data.idempotency[idempotencyKey] = note;
+        stillHeld();
+        await this.write(data);
+        return { note, duplicate: false };
+      }),
+    );
   }
 
   list(): Promise<Note[]> {

@@ -19,6 +19,7 @@ import { HttpError } from './errors';
 import { NAME_PATTERN, UserContextSchema } from '../config/policy';
 import type { UserContext } from '../shared/user';
 import { describeIssues } from '../shared/issues';
+import { isPlaceholder } from '../config/placeholders';
 
 export const DEFAULT_ISSUER = 'durable-mcp-host';
 export const DEFAULT_AUDIENCE = 'durable-mcp-host-api';
@@ -236,8 +237,8 @@ export function issuerAndAudience(env: AuthEnv): { issuer: string; audience: str
 }
 
 /**
- * The authentication settings from the environment: `JWT_SECRET` (≥ 32 characters) or
- * `JWT_JWKS_URL`, plus `JWT_ISSUER` and `JWT_AUDIENCE`. Throws `ConfigError` naming the variable;
+ * The authentication settings from the environment: `JWT_SECRET` (≥ 32 characters, not a
+ * placeholder) or `JWT_JWKS_URL` (no shared secret needed then), plus `JWT_ISSUER` and `JWT_AUDIENCE`. Throws `ConfigError` naming the variable;
  * the secret itself never appears in a message.
  */
 export function loadAuthConfig(env: AuthEnv): AuthConfig {
@@ -254,6 +255,10 @@ export function loadAuthConfig(env: AuthEnv): AuthConfig {
   }
   if (secret !== undefined && secret.length < MIN_SECRET_LENGTH) {
     throw new ConfigError(`JWT_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  }
+  // Anyone can mint tokens with a secret copied from an example file.
+  if (secret !== undefined && isPlaceholder(secret)) {
+    throw new ConfigError('JWT_SECRET is a placeholder, not a secret; replace it with a random value (openssl rand -hex 32)');
   }
   if (jwksUrl !== undefined) parseJwksUrl(jwksUrl);
   return { ...(secret !== undefined ? { hs256Secret: secret } : { jwksUrl: jwksUrl as string }), ...issuerAndAudience(env) };

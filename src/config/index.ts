@@ -5,6 +5,7 @@ import { describeIssues } from '../shared/issues';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
 import type { Policy } from '../shared/policy';
+import { placeholderProblems } from './placeholders';
 
 /**
  * Every setting comes from the environment (and the files it names), is validated here once, and
@@ -139,6 +140,8 @@ const EnvSchema = z.object({
 export type EnvConfig = z.infer<typeof EnvSchema>;
 
 const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
+  // A secret copied from an example file is public: refuse to start with it (src/config/placeholders.ts).
+  for (const { variable, message } of placeholderProblems(env)) ctx.addIssue({ code: 'custom', path: [variable], message });
   if (env.LLM_BASE_URL && !env.LLM_MODEL) {
     ctx.addIssue({ code: 'custom', path: ['LLM_MODEL'], message: `required when LLM_BASE_URL is set (the model to ask at ${env.LLM_BASE_URL})` });
   }

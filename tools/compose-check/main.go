@@ -3,6 +3,9 @@
 // normalized project as JSON, or the error and exit status 1. No Docker engine is needed.
 //
 //	go run . [-env KEY=VALUE ...] <docker-compose.yml>
+//
+// Profiles: -env COMPOSE_PROFILES=demo enables the services of the profile `demo`, as it does for
+// `docker compose`.
 package main
 
 import (
@@ -32,6 +35,8 @@ func main() {
 	opts, err := cli.NewProjectOptions(
 		[]string{flag.Arg(0)},
 		cli.WithEnv(env),
+		// As `docker compose`: services of a profile load only when COMPOSE_PROFILES names it.
+		cli.WithDefaultProfiles(),
 		cli.WithResolvedPaths(false),
 		cli.WithNormalization(true),
 		cli.WithConsistency(true),
