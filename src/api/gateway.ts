@@ -83,6 +83,15 @@ export interface TurnGateway {
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
   /** The sessions of `owner`, newest first (at most `limit`; from Temporal's visibility, which lags by a moment). */
   listSessions(owner: { id: string; tenant: string }, limit: number): Promise<SessionSummary[]>;
+  /** The turns of `owner`, newest first (at most `limit`; from visibility, like listSessions). */
+  listTurns(owner: { id: string; tenant: string }, limit: number): Promise<TurnSummary[]>;
+}
+
+export interface TurnSummary {
+  turnId: string;
+  startedAt: string;
+  /** When the workflow closed; absent while it runs. */
+  closedAt?: string;
 }
 
 export interface SessionSummary {
@@ -125,6 +134,17 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     reads.queries++;
     return handle.query(turnStateQuery, afterEventId);
   };
+
+  /**
+   * Workflows of one type that `owner` started, newest first. Visibility queries quote values in single
+   * quotes with no escape: ids outside a safe set are refused (no workflows) rather than quoted.
+   */
+  function listOwned(type: string, owner: { id: string; tenant: string }, limit: number) {
+    const safe = /^[a-zA-Z0-9_.@:|+-]{1,256}$/;
+    if (!safe.test(owner.id) || !safe.test(owner.tenant)) return [];
+    const query = `WorkflowType = '${type}' AND ${USER_ID_SEARCH_ATTRIBUTE} = '${owner.id}' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${owner.tenant}'`;
+    return client.workflow.list({ query, pageSize: Math.min(limit * 2, 1000) });
+  }
 
   async function finalState(turnId: string, status: string, owner?: { id: string; tenant: string }): Promise<TurnState> {
     const handle = client.workflow.getHandle(turnId);
@@ -369,19 +389,23 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     },
 
     async listSessions(owner, limit) {
-      // Visibility queries quote values in single quotes with no escape: ids outside this set are
-      // refused rather than quoted (tenants are names already; user ids are the token's `sub`).
-      const safe = /^[a-zA-Z0-9_.@:|+-]{1,256}$/;
-      if (!safe.test(owner.id) || !safe.test(owner.tenant)) return [];
-      const query = `WorkflowType = '${SESSION_WORKFLOW_TYPE}' AND ${USER_ID_SEARCH_ATTRIBUTE} = '${owner.id}' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${owner.tenant}'`;
       const seen = new Map<string, SessionSummary>();
-      for await (const wf of client.workflow.list({ query, pageSize: Math.min(limit * 2, 1000) })) {
+      for await (const wf of listOwned(SESSION_WORKFLOW_TYPE, owner, limit)) {
         const sessionId = wf.typedSearchAttributes.get(SessionIdKey);
         if (!sessionId || seen.has(sessionId)) continue;
         seen.set(sessionId, { sessionId, startedAt: wf.startTime.toISOString(), open: wf.status.name === 'RUNNING' });
         if (seen.size >= limit) break;
       }
       return [...seen.values()];
+    },
+
+    async listTurns(owner, limit) {
+      const turns: TurnSummary[] = [];
+      for await (const wf of listOwned(TURN_WORKFLOW_TYPE, owner, limit)) {
+        turns.push({ turnId: wf.workflowId, startedAt: wf.startTime.toISOString(), ...(wf.closeTime ? { closedAt: wf.closeTime.toISOString() } : {}) });
+        if (turns.length >= limit) break;
+      }
+      return turns;
     },
 
     async catalog() {

@@ -80,6 +80,9 @@ function fakeGateway(): TurnGateway & {
     async listSessions() {
       return [];
     },
+    async listTurns() {
+      return [];
+    },
   };
   return g;
 }

@@ -115,6 +115,9 @@ function fakeGateway(stepMs = 10) {
     async listSessions() {
       return [];
     },
+    async listTurns() {
+      return [];
+    },
     async catalog(): Promise<Catalog> {
       return { tools: [], servers: [] };
     },

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { waitFor } from '../helpers/http';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { DIST, MCP_TEST_ISSUER, ROOT, startSystem, type TestSystem } from '../helpers/system';
@@ -136,6 +138,36 @@ describe('a 2025-11-25 client', () => {
 
       const decided = await client.callTool({ name: 'decide_approval', arguments: { turnId: first.turnId, toolCallId: pending?.toolCallId, approve: true } });
       expect(decided.structuredContent).toMatchObject({ decision: 'approved' });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('chat as a task (2025-11-25 tasks)', () => {
+  test('a task waiting for approval reports input_required, and cancelling it cancels the turn', async () => {
+    const client = await legacyClient(await sys.token('student'));
+    try {
+      const created = await client.request(
+        { method: 'tools/call', params: { name: 'chat', arguments: { message: 'remember that the roof leaks' }, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema,
+      );
+      const taskId = created.task.taskId;
+      const get = () => client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema);
+      await waitFor(async () => ((await get()).status === 'input_required' ? true : undefined));
+      const cancelled = await client.request({ method: 'tasks/cancel', params: { taskId } }, GetTaskResultSchema);
+      expect(cancelled.status).toBe('cancelled');
+      await waitFor(async () => ((await get()).status === 'cancelled' ? true : undefined));
+      const turn = await client.callTool({ name: 'get_turn', arguments: { turnId: taskId } });
+      expect(structured(turn).status).toBe('cancelled');
+
+      // Someone else's task is not found, whatever its id.
+      const other = await legacyClient(await sys.token('teacher'));
+      try {
+        await expect(other.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema)).rejects.toThrow(/not found/);
+      } finally {
+        await other.close();
+      }
     } finally {
       await client.close();
     }

@@ -16,7 +16,8 @@ import { inputRequired, type CallToolResult, type InputRequiredResult, type Serv
 import type { UserContext } from '../../shared/user';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../../shared/turn';
 import type { LiveTextHub } from '../../live/hub';
-import type { TurnView } from '../contract';
+import { z } from 'zod';
+import { IdempotencyKey, SessionId, type TurnView } from '../contract';
 import type { TurnGateway } from '../gateway';
 import { followTurn } from '../turn-follower';
 import type { TurnService } from '../turns';
@@ -32,6 +33,25 @@ export interface ChatDeps {
   stateKey: string;
 }
 
+/** The arguments of `chat` (its input schema, also for task-augmented calls). */
+export function chatInput(maxMessageChars: number) {
+  return z.object({
+    message: z.string().trim().min(1).max(maxMessageChars).describe('What to ask or tell the host.'),
+    sessionId: SessionId.optional().describe('Continue this conversation (yours alone); omit it to start a new one.'),
+  });
+}
+
+/** `_meta` keys a client may use to make a retried `chat` land on the same turn. */
+const IDEMPOTENCY_META_KEYS = ['idempotencyKey', 'io.github.durable-mcp-host/idempotency-key'];
+
+/** The idempotency key a request's `_meta` carries: absent, valid, or a message saying what is wrong. */
+export function idempotencyKeyOf(meta: Record<string, unknown> | undefined): { key?: string } | { error: string } {
+  const raw = IDEMPOTENCY_META_KEYS.map((k) => meta?.[k]).find((v) => v !== undefined);
+  if (raw === undefined) return {};
+  const key = IdempotencyKey.safeParse(raw);
+  return key.success ? { key: key.data } : { error: '_meta idempotencyKey: must be 1-200 printable ASCII characters without spaces' };
+}
+
 export interface ChatArgs {
   message: string;
   sessionId?: string | undefined;
@@ -42,6 +62,25 @@ export interface ChatArgs {
 type Ask =
   | { kind: 'approval'; toolCallId: string; name: string; arguments: unknown }
   | { kind: 'question'; toolCallId: string; server: string; message: string; mode?: string; url?: string; requestedSchema?: unknown };
+
+/**
+ * Starts the turn of a `chat` call (as a plain call or as a task): the caller's admission (rate limits,
+ * budgets) and the submission with its idempotency key, as POST /v1/sessions/:id/messages does.
+ */
+export async function startChatTurn(service: TurnService, user: UserContext, token: string, args: ChatArgs): Promise<{ turnId: string; sessionId: string }> {
+  // A retried call without a session must land in the same new session as its first try.
+  const sessionId =
+    args.sessionId ??
+    `mcp-${args.idempotencyKey === undefined ? randomUUID().slice(0, 18) : createHash('sha256').update(`${user.tenant}\n${user.id}\n${args.idempotencyKey}`).digest('hex').slice(0, 18)}`;
+  await service.admit(user);
+  const accepted = await service.submit(user, {
+    sessionId,
+    text: args.message,
+    ...(args.idempotencyKey !== undefined ? { idempotencyKey: args.idempotencyKey } : {}),
+    ...(token ? { token } : {}),
+  });
+  return { turnId: accepted.turnId, sessionId };
+}
 
 /** The key of the one embedded request an `input_required` answer carries. */
 const ANSWER_KEY = 'answer';
@@ -130,25 +169,15 @@ export function createChat(deps: ChatDeps) {
 
   return async function chat(user: UserContext, token: string, era: 'legacy' | 'modern', args: ChatArgs, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> {
     let turnId: string;
-    let sessionId: string;
     let after = 0;
     const raw = ctx.mcpReq.requestState();
     if (typeof raw === 'string') {
       const state = openState(deps.stateKey, user, raw);
       if (!state) return toolError('The requestState of this retry is not valid for this caller (altered, foreign or expired): send the message again.');
       await answer(user, state, ctx.mcpReq.inputResponses?.[ANSWER_KEY]);
-      ({ turnId, sessionId, after } = state);
+      ({ turnId, after } = state);
     } else {
-      // A retried call without a session must land in the same new session as its first try.
-      sessionId = args.sessionId ?? `mcp-${args.idempotencyKey === undefined ? randomUUID().slice(0, 18) : createHash('sha256').update(`${user.tenant}\n${user.id}\n${args.idempotencyKey}`).digest('hex').slice(0, 18)}`;
-      await service.admit(user);
-      const accepted = await service.submit(user, {
-        sessionId,
-        text: args.message,
-        ...(args.idempotencyKey !== undefined ? { idempotencyKey: args.idempotencyKey } : {}),
-        ...(token ? { token } : {}),
-      });
-      turnId = accepted.turnId;
+      ({ turnId } = await startChatTurn(service, user, token, args));
     }
     const cancelTurn = () => void service.cancel(user, turnId).catch(() => undefined);
     ctx.mcpReq.signal.addEventListener('abort', cancelTurn, { once: true });

@@ -17,6 +17,7 @@ import type { Authenticator } from '../app';
 import { HttpError } from '../errors';
 import type { UserContext } from '../../shared/user';
 import { createHostMcpServer, type HostMcpDeps } from './server';
+import { createTaskEndpoint, isTaskRequest } from './tasks';
 
 export const MCP_PATH = '/mcp';
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
@@ -87,9 +88,26 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) 
     }
   };
 
+  const tasks = createTaskEndpoint(opts);
   const route = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const user = await authenticate(request, reply);
     if (!user) return;
+    if (request.method === 'POST' && isTaskRequest(request.body)) {
+      // 2025-11-25 tasks, which the SDK has no runtime for (./tasks.ts). A dropped connection stops
+      // waiting for a task's result; the task (the turn) goes on.
+      const aborted = new AbortController();
+      request.raw.on('close', () => aborted.abort());
+      const token = request.headers.authorization?.replace(/^Bearer\s+/i, '') ?? '';
+      try {
+        await reply.type('application/json').send(await tasks(user, token, request.body, aborted.signal));
+      } catch (err) {
+        const id = (request.body as { id: string | number }).id;
+        app.log.error({ err }, 'mcp: task request failed');
+        const message = err instanceof HttpError ? err.message : 'The host could not complete the request.';
+        await reply.type('application/json').send({ jsonrpc: '2.0', id, error: { code: -32603, message } });
+      }
+      return;
+    }
     const raw = request.raw as typeof request.raw & { auth?: AuthInfo };
     const token = request.headers.authorization?.replace(/^Bearer\s+/i, '') ?? '';
     raw.auth = { token, clientId: user.id, scopes: [...user.scopes], extra: { user } };

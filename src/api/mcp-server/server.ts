@@ -10,15 +10,15 @@ import { z } from 'zod';
 import type { UserContext } from '../../shared/user';
 import type { LiveTextHub } from '../../live/hub';
 import type { Logger } from '../../logger';
-import { IdempotencyKey, SessionId, ToolCallId, TurnId } from '../contract';
+import { SessionId, ToolCallId, TurnId } from '../contract';
 import type { TurnGateway } from '../gateway';
 import type { TurnService } from '../turns';
-import { chatResult, createChat } from './chat';
-import { asToolResult, jsonResult } from './results';
+import { chatInput, chatResult, createChat, idempotencyKeyOf } from './chat';
+import { asToolResult, jsonResult, toolError } from './results';
 
 export interface HostMcpDeps {
   service: TurnService;
-  gateway: Pick<TurnGateway, 'getTurn' | 'listSessions'>;
+  gateway: Pick<TurnGateway, 'getTurn' | 'listSessions' | 'listTurns'>;
   live?: LiveTextHub;
   pollMs: number;
   maxMessageChars: number;
@@ -31,14 +31,13 @@ export interface HostMcpDeps {
 }
 
 const SERVER_INFO = { name: 'durable-mcp-host', title: 'Durable MCP host', version: '0.1.0' };
-/** `_meta` keys a client may use to make a retried `chat` land on the same turn. */
-const IDEMPOTENCY_META_KEYS = ['idempotencyKey', 'io.github.durable-mcp-host/idempotency-key'];
 const SCHEME = 'durable-host';
 
 export function createHostMcpServer(deps: HostMcpDeps): McpServer {
   const { service, user } = deps;
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {}, resources: {}, logging: {} },
+    // `tasks`: chat runs as a task on the 2025-11-25 wire (./tasks.ts answers the task methods).
+    capabilities: { tools: {}, resources: {}, logging: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
     instructions:
       'Each chat call is a durable turn of the host: it survives crashes of the host, tool calls run once, and calls that need a person wait for approval. Use list_approvals and decide_approval for calls waiting for a decision.',
   });
@@ -46,27 +45,26 @@ export function createHostMcpServer(deps: HostMcpDeps): McpServer {
   const fault = (err: unknown) => deps.logger?.error({ err }, 'mcp: tool failed');
   const run = <T>(body: () => Promise<T>) => asToolResult(body, fault);
 
-  server.registerTool(
+  const chatTool = server.registerTool(
     'chat',
     {
       title: 'Chat with the host',
       description:
         'Send a message to one of your sessions (a new one when sessionId is left out) and get the answer with the tool calls it made. The turn runs durably; a call that needs approval is asked of you when your client can answer, else the result lists it as pending.',
-      inputSchema: z.object({
-        message: z.string().trim().min(1).max(deps.maxMessageChars).describe('What to ask or tell the host.'),
-        sessionId: SessionId.optional().describe('Continue this conversation (yours alone); omit it to start a new one.'),
-      }),
+      inputSchema: chatInput(deps.maxMessageChars),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     },
     async (args, ctx: ServerContext) =>
       run(async () => {
-        const meta = (ctx.mcpReq._meta ?? {}) as Record<string, unknown>;
-        const rawKey = IDEMPOTENCY_META_KEYS.map((k) => meta[k]).find((v) => v !== undefined);
-        const key = rawKey === undefined ? undefined : IdempotencyKey.safeParse(rawKey);
-        if (key && !key.success) return { content: [{ type: 'text' as const, text: '_meta idempotencyKey: must be 1-200 printable ASCII characters without spaces' }], isError: true };
-        return await chat(user, deps.token, deps.era, { message: args.message, sessionId: args.sessionId, idempotencyKey: key?.data }, ctx);
+        const key = idempotencyKeyOf(ctx.mcpReq._meta as Record<string, unknown> | undefined);
+        if ('error' in key) return toolError(key.error);
+        return await chat(user, deps.token, deps.era, { message: args.message, sessionId: args.sessionId, idempotencyKey: key.key }, ctx);
       }),
   );
+
+  // A long turn can run as a task (the 2025-11-25 wire, ./tasks.ts); a plain call waits for the answer.
+  // registerTool takes no `execution`: set on the registered tool, which tools/list reads.
+  chatTool.execution = { taskSupport: 'optional' };
 
   server.registerTool(
     'get_turn',
