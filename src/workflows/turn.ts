@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { buildInitialMessages, planToolCalls, truncate, type PlannedCall } from '../core/host-loop';
+import { readOnlyCallsStayLocal } from '../core/local-calls';
 import { decideTool, filterCatalog } from '../core/policy';
 import { createTurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
@@ -72,6 +73,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   // Read-only tools (the worker marks them in the catalog it hands the turn) run as local activities:
   // no activity task through the server, one workflow task less per step; running one again can do no
   // harm. Turns whose recorded catalog has no marks call every tool as above, so they replay as before.
+  // Not beside a regular call of the same step, which would wait for them (decision 0021).
   const readOnlyTools = proxyLocalActivities<Activities>({
     startToCloseTimeout: timeouts.toolStartToCloseMs,
     retry: retry(options.mcpRetry, NON_RETRYABLE.mcp),
@@ -237,7 +239,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         const name = catalog.tools.find((t) => t.server === d.server && t.tool === d.tool)?.name ?? `${d.server}__${d.tool}`;
         const [planned] = planToolCalls([{ id: 'direct-1', name, arguments: JSON.stringify(d.arguments) }], catalog.tools, visibleTools);
         emit('status', { status: 'running', phase: 'calling_tools', step: 1, count: 1 });
-        const outcome = await runToolCall(planned as PlannedCall, 1);
+        const outcome = await runToolCall(planned as PlannedCall, 1, true);
         record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
         finished('completed');
         return state;
@@ -280,8 +282,11 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
         const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
         emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
-        // Independent calls of one step run in parallel; results go back in the model's order.
-        const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step)));
+        // Independent calls of one step run in parallel; results go back in the model's order. Beside
+        // a regular call, read-only ones go as regular activities too, or it would wait for them; turns
+        // recorded before the patch replay with them local. Only such steps write its marker (0021).
+        const local = readOnlyCallsStayLocal(planned, user && policy ? { user, policy } : undefined) || !patched('read-only-beside-regular');
+        const outcomes = await Promise.all(planned.map((p) => runToolCall(p, step, local)));
         planned.forEach((p, i) => {
           const outcome = outcomes[i] as ToolOutcome;
           const content = outcome.isError ? `Error: ${outcome.text}` : outcome.text;
@@ -309,9 +314,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     ]);
   }
 
-  async function runToolCall(p: PlannedCall, step: number): Promise<ToolOutcome> {
+  /** `local`: a read-only tool may run as a local activity in this step. */
+  async function runToolCall(p: PlannedCall, step: number, local: boolean): Promise<ToolOutcome> {
     const call = record.startToolCall({ id: p.call.id, step, name: p.call.name, server: p.tool?.server, tool: p.tool?.tool, arguments: p.arguments });
-    const outcome = await toolOutcome(p, step);
+    const outcome = await toolOutcome(p, step, local);
     record.finishToolCall(call, outcome);
     return outcome;
   }
@@ -324,7 +330,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   }
 
   /** A rejection, a denial, a refused approval or the tool's own result: what the model hears back. */
-  async function toolOutcome(p: PlannedCall, step: number): Promise<ToolOutcome> {
+  async function toolOutcome(p: PlannedCall, step: number, local: boolean): Promise<ToolOutcome> {
     if (p.kind === 'reject') return { isError: true, text: p.reason };
     // Checked again here, whatever the model was shown: a prompt-injected model asking for a hidden
     // or forbidden tool gets a denial as its tool result, and the denial is audited.
@@ -356,7 +362,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     for (;;) {
       const seen = authorizations.seen(p.tool.server);
       try {
-        const outcome = await (p.tool.readOnly ? readOnlyTools : tools).callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
+        const outcome = await (p.tool.readOnly && local ? readOnlyTools : tools).callTool.executeWithOptions({ summary: `${p.tool.server}: ${p.tool.tool}` }, [
           answers.length > 0 ? { ...request, elicitations: [...answers] } : request,
         ]);
         if (samplingLeft !== undefined && outcome.samplingTokens) samplingLeft -= outcome.samplingTokens;

@@ -243,6 +243,36 @@ async function captureReadOnly(): Promise<void> {
 }
 
 /**
+ * One step with a slow read-only lookup (admin's find_user, held 1.5 s by the school servers' delay
+ * hook) beside a write (comms' send_email): since 'read-only-beside-regular' both go out as activity
+ * tasks in one workflow task completion and run side by side (decision 0021).
+ */
+async function captureOverlap(): Promise<void> {
+  const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
+  const script = {
+    name: 'look-up-and-mail',
+    match: '(?i)^look up (\\w+) and tell the office',
+    steps: [
+      {
+        toolCalls: [
+          { name: 'admin__find_user', arguments: { query: '{{match.1}}', role: 'student' } },
+          { name: 'comms__send_email', arguments: { to: 'office@school.example', subject: 'Looked up {{match.1}}', body: 'A lookup ran beside this mail.' } },
+        ],
+      },
+      { text: 'Looked up {{match.1}} and told the office.' },
+    ],
+  };
+  const sys = await startSchoolSystem({ toolDelays: 'find_user=1500', rules: { ...base, scripts: [script, ...(base.scripts ?? [])] } });
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'look up Bob and tell the office');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-read-only-beside-regular', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/**
  * A turn whose tool call waited for the user's OAuth consent (examples/servers/protected-server.ts):
  * the host's listing is authorized first, then the user's consent resumes the turn.
  */
@@ -339,7 +369,7 @@ async function captureTraced(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced]`: the groups to capture (default all). */
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -357,6 +387,7 @@ async function all(): Promise<void> {
   if (want('url-elicitation')) await captureUrlElicitation();
   if (want('sampling-approval')) await captureSamplingApproval();
   if (want('traced')) await captureTraced();
+  if (want('overlap')) await captureOverlap();
 }
 
 all().catch((err: unknown) => {

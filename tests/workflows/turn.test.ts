@@ -412,7 +412,8 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
         tools: CATALOG.tools.map(({ name, server, tool }) => ({ name, server, tool, ...(tool === 'now' ? { readOnly: true as const } : {}) })),
         servers: CATALOG.servers,
       }),
-      callLlm: async (req) => (req.step === 1 ? callTools(['c1', 'clock__now', {}], ['n1', 'notes__add', { text: 'hi' }]) : say('Done.')),
+      // One step each: beside a regular call a read-only one goes regular too (turn-overlap.test.ts).
+      callLlm: async (req) => (req.step === 1 ? callTools(['c1', 'clock__now', {}]) : req.step === 2 ? callTools(['n1', 'notes__add', { text: 'hi' }]) : say('Done.')),
     });
     const handle = await startTurn(turnInput(id));
     const state = await handle.result();
