@@ -248,3 +248,25 @@ describe('the stdio bridge, for clients that only spawn processes', () => {
     }
   });
 });
+
+describe('MCP Inspector (CLI mode)', () => {
+  const inspector = path.join(ROOT, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+  const run = async (args: string[]): Promise<unknown> => {
+    const { execFile } = await import('node:child_process');
+    const token = await sys.token('student');
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [inspector, '--cli', mcpUrl().href, '--header', `Authorization: Bearer ${token}`, ...args], { timeout: 120_000 }, (err, out, errOut) =>
+        err ? reject(new Error(`inspector failed: ${err.message}\n${errOut}`)) : resolve(out),
+      ),
+    );
+    return JSON.parse(stdout);
+  };
+
+  test('lists the tools and calls chat against the running host', async () => {
+    const listed = (await run(['--method', 'tools/list'])) as { tools: Array<{ name: string }> };
+    expect(listed.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['chat', 'decide_approval', 'read_session']));
+    const called = (await run(['--method', 'tools/call', '--tool-name', 'chat', '--tool-arg', 'message=add 7 and 8'])) as { structuredContent: Structured };
+    expect(called.structuredContent.status).toBe('completed');
+    expect(called.structuredContent.text).toContain('15');
+  });
+});
