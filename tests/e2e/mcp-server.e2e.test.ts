@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateTaskResultSchema, ElicitRequestSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { waitFor } from '../helpers/http';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -31,8 +31,9 @@ afterAll(async () => {
 
 const mcpUrl = () => new URL('/mcp', sys.apiUrl);
 
-async function legacyClient(token: string): Promise<LegacyClient> {
-  const client = new LegacyClient({ name: 'legacy-test', version: '1.0.0' });
+async function legacyClient(token: string, elicit?: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> }): Promise<LegacyClient> {
+  const client = new LegacyClient({ name: 'legacy-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, async (request) => elicit(request.params.message));
   await client.connect(new LegacyTransport(mcpUrl(), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   return client;
 }
@@ -138,6 +139,47 @@ describe('a 2025-11-25 client', () => {
 
       const decided = await client.callTool({ name: 'decide_approval', arguments: { turnId: first.turnId, toolCallId: pending?.toolCallId, approve: true } });
       expect(decided.structuredContent).toMatchObject({ decision: 'approved' });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('a 2025-11-25 client in a session', () => {
+  test('an approval is asked of it as elicitation/create, and its answer runs the call', async () => {
+    const asked: string[] = [];
+    const client = await legacyClient(await sys.token('student'), (message) => {
+      asked.push(message);
+      return { action: 'accept', content: { approve: true } };
+    });
+    try {
+      const turn = structured(await client.callTool({ name: 'chat', arguments: { message: 'remember that the door squeaks' } }));
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain('notes__add_note');
+      expect(turn.status).toBe('completed');
+      expect(turn.toolCalls.find((c) => c.name === 'notes__add_note')?.state).toBe('completed');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a session is its opener\'s: another caller naming it gets 404, as for an unknown one', async () => {
+    const client = await legacyClient(await sys.token('student'));
+    try {
+      const sessionId = (client.transport as LegacyTransport).sessionId;
+      expect(sessionId).toBeDefined();
+      const res = await fetch(mcpUrl(), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${await sys.token('teacher')}`,
+          'mcp-session-id': sessionId ?? '',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(res.status).toBe(404);
     } finally {
       await client.close();
     }

@@ -5,10 +5,11 @@
  * the request cancels the turn.
  *
  * A turn that stops to wait for the caller (an approval of one of its tool calls, or a downstream
- * server's question) asks the calling client when it can answer: on 2026-07-28 the call returns
- * `input_required` with the question and a sealed `requestState`; the client's retry carries the answer,
- * which is recorded as the caller's decision (audited like one from the console), and the call follows
- * the same turn on. A client that cannot answer gets the turn as it stands, `awaiting_approval` with the
+ * server's question) asks the calling client when it can answer: the call returns `input_required` with
+ * the question and a sealed `requestState`; the client's retry carries the answer, which is recorded as
+ * the caller's decision (audited like one from the console), and the call follows the same turn on. On
+ * 2026-07-28 the client does the round trip; in a 2025 session the SDK's shim sends the question as
+ * `elicitation/create` and re-enters the handler with the answer. A client that cannot answer gets the turn as it stands, `awaiting_approval` with the
  * pending calls, and decides them with the approval tools.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -157,17 +158,8 @@ export function createChat(deps: ChatDeps) {
     await service.provideInput(user, state.turnId, state.toolCallId, { action, ...(content ? { content } : {}) });
   };
 
-  const clientAnswers = (ctx: ServerContext, era: 'legacy' | 'modern'): boolean => {
-    // A 2025 client is served statelessly here: a server-to-client request could not reach this
-    // instance's answer. On 2026-07-28 the client declares per request whether it can elicit.
-    if (era !== 'modern') return false;
-    const caps = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/clientCapabilities'] as
-      | { elicitation?: unknown }
-      | undefined;
-    return caps?.elicitation !== undefined;
-  };
-
-  return async function chat(user: UserContext, token: string, era: 'legacy' | 'modern', args: ChatArgs, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> {
+  /** `canAsk`: the client can answer a question (./server.ts decides per revision). */
+  return async function chat(user: UserContext, token: string, canAsk: boolean, args: ChatArgs, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> {
     let turnId: string;
     let after = 0;
     const raw = ctx.mcpReq.requestState();
@@ -184,7 +176,7 @@ export function createChat(deps: ChatDeps) {
     try {
       const { state, after: seen } = await follow(user, turnId, after, ctx);
       const ask = TERMINAL_STATUSES.includes(state.status) ? undefined : openAsk(state);
-      if (ask && clientAnswers(ctx, era) && !ctx.mcpReq.signal.aborted) {
+      if (ask && canAsk && !ctx.mcpReq.signal.aborted) {
         const requestState = mintState(deps.stateKey, user, { turnId, sessionId: state.sessionId, kind: ask.kind, toolCallId: ask.toolCallId, after: seen });
         return inputRequired({ inputRequests: { [ANSWER_KEY]: askOf(ask) }, requestState });
       }

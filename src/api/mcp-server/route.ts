@@ -10,14 +10,15 @@
  * service, as for the HTTP and WebSocket routes (./server.ts).
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { type AuthInfo, createMcpHandler } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
+import { type AuthInfo, createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { hostHeaderValidation, originValidation } from '@modelcontextprotocol/fastify';
 import type { Authenticator } from '../app';
 import { HttpError } from '../errors';
 import type { UserContext } from '../../shared/user';
 import { createHostMcpServer, type HostMcpDeps } from './server';
 import { createTaskEndpoint, isTaskRequest } from './tasks';
+import { createLegacySessions } from './legacy-sessions';
 
 export const MCP_PATH = '/mcp';
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
@@ -74,7 +75,13 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) 
     },
   );
   const serve = toNodeHandler(handler, { onerror: (err) => app.log.error({ err }, 'mcp: request failed') });
-  app.addHook('onClose', async () => handler.close());
+  // A 2025 client that opens with initialize gets a session (./legacy-sessions.ts); one that does not is
+  // answered statelessly by the handler above.
+  const sessions = createLegacySessions({ create: (user) => createHostMcpServer({ ...opts, user, token: '', era: 'legacy' }) });
+  app.addHook('onClose', async () => {
+    await sessions.close();
+    await handler.close();
+  });
 
   const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<UserContext | undefined> => {
     try {
@@ -112,6 +119,10 @@ export const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) 
     const token = request.headers.authorization?.replace(/^Bearer\s+/i, '') ?? '';
     raw.auth = { token, clientId: user.id, scopes: [...user.scopes], extra: { user } };
     reply.hijack();
+    if (sessions.claims(request.headers, request.method, request.body) && (await isLegacyRequest(await toWebRequest(raw, request.body), request.body))) {
+      await sessions.handle(user, raw.auth, raw, reply.raw, request.body);
+      return;
+    }
     await serve(raw, reply.raw, request.body);
   };
   app.post(MCP_PATH, { onRequest: guard, schema: { hide: true } }, route);

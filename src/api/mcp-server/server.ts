@@ -42,6 +42,15 @@ export function createHostMcpServer(deps: HostMcpDeps): McpServer {
       'Each chat call is a durable turn of the host: it survives crashes of the host, tool calls run once, and calls that need a person wait for approval. Use list_approvals and decide_approval for calls waiting for a decision.',
   });
   const chat = createChat(deps);
+  // Whether the client can answer a question: on 2026-07-28 it says so in each request's envelope; in a
+  // 2025 session it declared elicitation at initialize (a stateless 2025 request has no session to ask on).
+  const canAsk = (ctx: ServerContext): boolean => {
+    if (deps.era === 'modern') {
+      const caps = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/clientCapabilities'] as { elicitation?: unknown } | undefined;
+      return caps?.elicitation !== undefined;
+    }
+    return ctx.sessionId !== undefined && server.server.getClientCapabilities()?.elicitation !== undefined;
+  };
   const fault = (err: unknown) => deps.logger?.error({ err }, 'mcp: tool failed');
   const run = <T>(body: () => Promise<T>) => asToolResult(body, fault);
 
@@ -58,7 +67,9 @@ export function createHostMcpServer(deps: HostMcpDeps): McpServer {
       run(async () => {
         const key = idempotencyKeyOf(ctx.mcpReq._meta as Record<string, unknown> | undefined);
         if ('error' in key) return toolError(key.error);
-        return await chat(user, deps.token, deps.era, { message: args.message, sessionId: args.sessionId, idempotencyKey: key.key }, ctx);
+        // In a 2025 session the token of this request, not the one that opened the session.
+        const token = ctx.http?.authInfo?.token ?? deps.token;
+        return await chat(user, token, canAsk(ctx), { message: args.message, sessionId: args.sessionId, idempotencyKey: key.key }, ctx);
       }),
   );
 
