@@ -41,7 +41,9 @@ import {
   ToolCallBody,
   TurnParams,
   TurnView,
+  WS_ERROR_CODES,
 } from './contract';
+import { DEFAULT_MAX_MESSAGE_CHARS, wsMaxFrameBytes } from '../shared/message-limits';
 import { needsUserToken } from './route-access';
 
 type JsonSchema = Record<string, unknown>;
@@ -118,6 +120,8 @@ Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`do
 | \`done\` | \`{ status: "completed" }\` |
 | \`error\` | \`{ code, message }\`: the turn failed |`;
 
+const WS_DEFAULT_FRAME_LIMIT = wsMaxFrameBytes(DEFAULT_MAX_MESSAGE_CHARS);
+
 const WS_PROTOCOL = `Upgrades to a WebSocket (\`101 Switching Protocols\`) for one session of the caller:
 \`GET /ws?sessionId=<id>\` (\`^[a-zA-Z0-9_-]{1,64}$\`; without it the server picks a new id). The upgrade request
 carries the same \`Authorization: Bearer <JWT>\` as the /v1 routes, or, for browsers (which cannot set
@@ -153,11 +157,14 @@ Server to client:
   - \`text_delta\` \`{ turnId, step, attempt, offset, content }\` while the model writes (live, no id; a socket that
     joins mid-step gets the text so far at offset 0) and \`text_reset\` \`{ turnId, step, attempt }\`: drop the partial
     text of that step (the model call is retried);
+  - \`tool_progress\` \`{ turnId, toolCallId, progress, total?, message? }\`: a running tool call's server reported progress (live, no id);
   - \`system\` \`{ code: "llm_retry", message, turnId }\` when an LLM attempt failed and another follows (live, no id);
   - \`waiting\` \`{ turnId, behind, status, pendingApprovals, cancelUrl }\` while a turn is queued, when what holds it
     up changes (live, no id; see the SSE \`waiting\` event);
-- \`error\` \`{ code, message, turnId? }\` for a refused frame: \`invalid_json\`, \`invalid_message\`, \`unknown_type\`,
-  \`payload_too_large\`, \`rate_limited\`, \`session_busy\`, \`unavailable\`, \`not_found\`, \`already_finished\`. The socket stays open.
+- \`error\` \`{ code, message, turnId? }\` for a refused frame, one of ${WS_ERROR_CODES.map((c) => `\`${c}\``).join(', ')}
+  (\`payload_too_large\`: the text is over \`MAX_MESSAGE_CHARS\`; the others as on the HTTP routes). The socket stays open, except
+  after \`frame_too_large\`: a frame over \`MAX_MESSAGE_CHARS\` × 6 + 4096 bytes, at least 64 KiB (${WS_DEFAULT_FRAME_LIMIT} bytes with the
+  default ${DEFAULT_MAX_MESSAGE_CHARS} characters), is not read; the server sends that error and closes the socket with 1009.
 
 A socket that joins while a turn runs gets its events from the first (or, with \`?lastEventId=<turnId>:<n>\`, after
 event \`n\` of that turn). The server sends WebSocket ping frames; a socket that answers nothing (no pong, no

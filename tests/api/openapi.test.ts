@@ -6,7 +6,8 @@ import { buildApp, type Authenticator } from '../../src/api/app';
 import { HttpError } from '../../src/api/errors';
 import type { TurnGateway } from '../../src/api/gateway';
 import { registerOpenApi, routeSchemas } from '../../src/api/openapi';
-import { STREAM_OPENING_EVENT, StreamOpening } from '../../src/api/contract';
+import { STREAM_OPENING_EVENT, StreamOpening, WS_ERROR_CODES } from '../../src/api/contract';
+import { DEFAULT_MAX_MESSAGE_CHARS, wsMaxFrameBytes } from '../../src/shared/message-limits';
 import { parseSseBlock } from '../../src/shared/sse';
 import { openPolicy } from '../helpers/fake-auth';
 
@@ -186,4 +187,13 @@ test('the /ws schema, ready for that route, is valid and needs the token too', a
   expect(Object.keys(op.responses)).toContain('101');
   expect(op.description).toMatch(/"type": "message"/);
   await app.close();
+});
+
+test("the /ws text lists every error frame code the route sends, and the frame limit the socket enforces", () => {
+  const text = routeSchemas.websocket.description;
+  // The route's own codes and the turn service's, e.g. a second decision of the same call.
+  for (const code of ['already_decided', 'token_budget_exhausted', 'frame_too_large', 'payload_too_large']) expect(WS_ERROR_CODES).toContain(code);
+  for (const code of WS_ERROR_CODES) expect({ code, listed: text.includes(`\`${code}\``) }).toEqual({ code, listed: true });
+  expect(text).toContain(`${wsMaxFrameBytes(DEFAULT_MAX_MESSAGE_CHARS)} bytes`);
+  expect(text).toMatch(/1009/);
 });
