@@ -160,7 +160,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // the route the router matched, not the raw URL, which percent-escapes can disguise (./route-access.ts).
   app.addHook('onRequest', async (request) => {
     if (!needsUserToken(request.routeOptions.url)) return;
-    // A preflight carries no credentials by design; without CORS it finds no route (404), never a 401.
+    // A preflight carries no credentials by design; without CORS it finds no route (405), never a 401.
     if (request.method === 'OPTIONS') return;
     // Browsers cannot set headers on a WebSocket or an EventSource: those routes also take the token as
     // ?access_token (redacted from request logs).
