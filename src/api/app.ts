@@ -11,6 +11,7 @@ import { frameworkErrorCode, HttpError } from './errors';
 import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
 import { logContextHook } from './request-log-context';
+import { answerUnmatched } from './unmatched';
 import { needsUserToken } from './route-access';
 import type { OAuthStore } from '../security/oauth-store';
 import { approvalRoutes } from './routes/approvals';
@@ -129,9 +130,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       error: { code: status === 503 ? 'unavailable' : 'internal', message: 'The server could not complete the request.' },
     });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}` } }),
-  );
+  // No route: 405 with Allow for a path served under other methods, else 404; the body is never read.
+  answerUnmatched(app);
   const workerReports = deps.workerReports ?? memoryWorkerReports();
   const observer = deps.metricsToken
     ? registerMetrics(app, deps.metricsToken, deps.live ? { liveTurns: () => deps.live?.hub.size() ?? 0, liveSubscribers: () => deps.live?.hub.subscribers() ?? 0 } : {})
@@ -160,7 +160,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // the route the router matched, not the raw URL, which percent-escapes can disguise (./route-access.ts).
   app.addHook('onRequest', async (request) => {
     if (!needsUserToken(request.routeOptions.url)) return;
-    // A preflight carries no credentials by design; without CORS it finds no route (404), never a 401.
+    // A preflight carries no credentials by design; without CORS it finds no route (405), never a 401.
     if (request.method === 'OPTIONS') return;
     // Browsers cannot set headers on a WebSocket or an EventSource: those routes also take the token as
     // ?access_token (redacted from request logs).

@@ -383,6 +383,28 @@ export { TURN_EVENT_TYPES };
 const frame = <T extends string, P extends z.ZodType>(type: T, payload: P) => z.object({ type: z.literal(type), payload });
 const StatusPayload = z.looseObject({ state: z.enum(['processing', 'complete']), message: z.string(), turnId: z.string().optional() });
 
+/**
+ * Every `code` of a GET /ws `error` frame: the route's own refusals of a frame, and those of the turn
+ * service it shares with the HTTP routes. The OpenAPI text lists them from here.
+ */
+export const WS_ERROR_CODES = [
+  'invalid_json',
+  'invalid_message',
+  'unknown_type',
+  'payload_too_large',
+  'frame_too_large',
+  'rate_limited',
+  'token_budget_exhausted',
+  'session_busy',
+  'not_found',
+  'already_finished',
+  'already_decided',
+  'unavailable',
+  'internal',
+] as const;
+export const WsErrorCode = z.enum(WS_ERROR_CODES);
+export type WsErrorCode = z.output<typeof WsErrorCode>;
+
 export const WsServerFrame = z.discriminatedUnion('type', [
   frame(
     'connection',
@@ -404,6 +426,6 @@ export const WsServerFrame = z.discriminatedUnion('type', [
   ),
   frame('pong', z.object({ at: z.string() })),
   frame('approval', z.object({ turnId: z.string(), toolCallId: z.string(), decision: z.enum(['approved', 'rejected']) })),
-  frame('error', z.object({ code: z.string(), message: z.string(), turnId: z.string().optional() })),
+  frame('error', z.object({ code: WsErrorCode, message: z.string(), turnId: z.string().optional() })),
 ]);
 export type ServerMessage = z.output<typeof WsServerFrame>;

@@ -40,8 +40,11 @@ import {
   StreamOpening,
   ToolCallBody,
   TurnParams,
+  TURN_EVENT_TYPES,
   TurnView,
+  WS_ERROR_CODES,
 } from './contract';
+import { DEFAULT_MAX_MESSAGE_CHARS, wsMaxFrameBytes } from '../shared/message-limits';
 import { needsUserToken } from './route-access';
 
 type JsonSchema = Record<string, unknown>;
@@ -95,6 +98,9 @@ const fieldList = (schema: z.ZodObject): string =>
     .map(([k, v]) => (v instanceof z.ZodOptional ? `${k}?` : k))
     .join(', ')} }`;
 
+/** Every `event:` type of the SSE stream: the opening one, the durable ones, the live ones (no `id`). */
+export const SSE_EVENT_TYPES = [STREAM_OPENING_EVENT, ...TURN_EVENT_TYPES, 'text_delta', 'text_reset', 'waiting', 'tool_progress'] as const;
+
 const SSE_EVENTS = `Server-sent events (\`text/event-stream\`). Every durable event has a dense, increasing \`id\` (1, 2, 3, ...) and
 an \`event\` type; \`data\` is one line of JSON holding the event's fields plus \`turnId\` and \`at\` (ISO time).
 Reconnect with \`Last-Event-ID\` (or \`?after=N\`) to resume without loss or duplicates. Events without \`id\` (below) are
@@ -114,9 +120,16 @@ Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`do
 | \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\`, or \`tool_outcome_unknown\` (with \`toolCallId\`, \`tool\`: a call whose answer was lost and that was not safe to send again). Also live, without \`id\`: \`{ code: "llm_retry", message, step, attempt }\` when an LLM attempt failed and another follows (the message names the endpoint, the reason, when and which attempt; a stream opened during the wait gets the latest one) |
 | \`approval_required\` | \`{ toolCallId, name, server, tool, arguments, step }\`: decide with \`POST /v1/turns/{turnId}/approvals/{toolCallId}\` |
 | \`approval_decided\` | \`{ toolCallId, decision: approved, rejected or timed_out, by? }\` |
+| \`authorization_required\` | \`{ toolCallId, name, server, authorizationUrl, step, expiresInMs }\`: an OAuth-protected server needs the user's consent; open the URL, the turn waits |
+| \`authorization_completed\` | \`{ toolCallId, server, outcome: authorized or timed_out }\` |
+| \`input_required\` | \`{ toolCallId, name, server, message, requestedSchema, step, expiresInMs, mode? }\`: a server asks the user; answer with \`POST /v1/turns/{turnId}/inputs/{toolCallId}\` |
+| \`input_provided\` | \`{ toolCallId, server, action, timedOut? }\` |
+| \`tool_progress\` | \`{ toolCallId, progress, total?, message? }\`, no \`id\`: a running tool call's server reported progress |
 | \`cancelled\` | \`{ status: "cancelled" }\` |
 | \`done\` | \`{ status: "completed" }\` |
 | \`error\` | \`{ code, message }\`: the turn failed |`;
+
+const WS_DEFAULT_FRAME_LIMIT = wsMaxFrameBytes(DEFAULT_MAX_MESSAGE_CHARS);
 
 const WS_PROTOCOL = `Upgrades to a WebSocket (\`101 Switching Protocols\`) for one session of the caller:
 \`GET /ws?sessionId=<id>\` (\`^[a-zA-Z0-9_-]{1,64}$\`; without it the server picks a new id). The upgrade request
@@ -153,11 +166,14 @@ Server to client:
   - \`text_delta\` \`{ turnId, step, attempt, offset, content }\` while the model writes (live, no id; a socket that
     joins mid-step gets the text so far at offset 0) and \`text_reset\` \`{ turnId, step, attempt }\`: drop the partial
     text of that step (the model call is retried);
+  - \`tool_progress\` \`{ turnId, toolCallId, progress, total?, message? }\`: a running tool call's server reported progress (live, no id);
   - \`system\` \`{ code: "llm_retry", message, turnId }\` when an LLM attempt failed and another follows (live, no id);
   - \`waiting\` \`{ turnId, behind, status, pendingApprovals, cancelUrl }\` while a turn is queued, when what holds it
     up changes (live, no id; see the SSE \`waiting\` event);
-- \`error\` \`{ code, message, turnId? }\` for a refused frame: \`invalid_json\`, \`invalid_message\`, \`unknown_type\`,
-  \`payload_too_large\`, \`rate_limited\`, \`session_busy\`, \`unavailable\`, \`not_found\`, \`already_finished\`. The socket stays open.
+- \`error\` \`{ code, message, turnId? }\` for a refused frame, one of ${WS_ERROR_CODES.map((c) => `\`${c}\``).join(', ')}
+  (\`payload_too_large\`: the text is over \`MAX_MESSAGE_CHARS\`; the others as on the HTTP routes). The socket stays open, except
+  after \`frame_too_large\`: a frame over \`MAX_MESSAGE_CHARS\` × 6 + 4096 bytes, at least 64 KiB (${WS_DEFAULT_FRAME_LIMIT} bytes with the
+  default ${DEFAULT_MAX_MESSAGE_CHARS} characters), is not read; the server sends that error and closes the socket with 1009.
 
 A socket that joins while a turn runs gets its events from the first (or, with \`?lastEventId=<turnId>:<n>\`, after
 event \`n\` of that turn). The server sends WebSocket ping frames; a socket that answers nothing (no pong, no
@@ -240,12 +256,15 @@ export const routeSchemas = {
     headers: fromZod(EventsHeaders, 'input'),
     response: {
       200: {
-        description: 'The event stream.',
+        description: `The event stream (\`text/event-stream\`): the events ${SSE_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}, as in the table above.`,
         content: {
           'text/event-stream': {
             schema: {
               type: 'string',
-              description: 'Frames of `id:` (durable events only), `event:` and `data:` lines, separated by blank lines.',
+              format: 'event-stream',
+              description:
+                'Server-sent events: frames of `id:` (durable events only), `event:` (the type) and `data:` (one line of JSON: the fields in the table above, ' +
+                'plus `turnId` and `at`) lines, separated by blank lines; `: keep-alive` comment lines between them.',
               example:
                 `retry: 1000\n\nevent: ${STREAM_OPENING_EVENT}\ndata: {"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}\n\n` +
                 'id: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.010Z"}\n\n',
@@ -390,6 +409,20 @@ export const routeSchemas = {
   },
 } satisfies Record<string, FastifySchema>;
 
+/** The shared response for a method a path does not declare. */
+const METHOD_NOT_ALLOWED = {
+  description: '`method_not_allowed`: the path exists, not with this method.',
+  headers: { Allow: { schema: { type: 'string' as const }, description: 'The methods the path serves, e.g. `GET, HEAD`.' } },
+  content: { 'application/json': { schema: errorBody as { type: 'object' } } },
+};
+
+/** `schema` with the errors the router itself may answer on `url`: 414 for an over-long path parameter. */
+function withRouterErrors(schema: FastifySchema, url: string): FastifySchema {
+  const response = (schema.response ?? {}) as Record<string, unknown>;
+  if (!url.includes(':') || schema.hide || '414' in response) return schema;
+  return { ...schema, response: { ...response, ...errors([414]) } };
+}
+
 /** `version` of this project's package.json (found upwards from here: src/api or dist/src/api). */
 function packageVersion(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
@@ -423,7 +456,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         title: 'Durable MCP host API',
         version: packageVersion(),
         description:
-          'Every user request is a Temporal workflow. Errors are always JSON `{ "error": { "code", "message" } }`; 4xx means the caller\'s mistake.',
+          'Every user request is a Temporal workflow. Errors are always JSON `{ "error": { "code", "message" } }`; 4xx means the caller\'s mistake. ' +
+          'A method a path does not list is answered `405 method_not_allowed` with an `Allow` header (`#/components/responses/MethodNotAllowed`), ' +
+          'before authentication and without reading the body; a path the API does not serve, `404 not_found`.',
       },
       tags: [
         { name: 'sessions', description: 'Conversations and their messages' },
@@ -435,6 +470,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'realtime', description: 'WebSocket' },
       ],
       components: {
+        // Not an operation's: what any path answers to a method it does not list (src/api/unmatched.ts).
+        responses: { MethodNotAllowed: METHOD_NOT_ALLOWED },
         securitySchemes: {
           [BEARER_SCHEME]: {
             type: 'http',
@@ -445,11 +482,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
     },
-    // The routes the auth hook of app.ts covers are marked as needing a bearer token.
-    transform: ({ schema, url }) => ({
-      schema: needsUserToken(url) ? { ...schema, security: [{ [BEARER_SCHEME]: [] }] } : schema,
-      url,
-    }),
+    // The routes the auth hook of app.ts covers are marked as needing a bearer token; a route with a
+    // path parameter can answer 414 (the router's `maxParamLength`, see app.ts), whatever its handler does.
+    transform: ({ schema, url }) => ({ schema: withRouterErrors(needsUserToken(url) ? { ...schema, security: [{ [BEARER_SCHEME]: [] }] } : schema, url), url }),
   });
 
   // Public, like /healthz: the auth hook covers /v1/ and /ws only.

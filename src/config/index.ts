@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../shared/issues';
+import { DEFAULT_MAX_MESSAGE_CHARS } from '../shared/message-limits';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
 import type { Policy } from '../shared/policy';
@@ -100,7 +101,7 @@ const EnvSchema = z.object({
   /** Worker and API: how often to check the MCP config, policy and host config for edits (hot reload); 0: only on SIGHUP. */
   CONFIG_POLL_MS: z.coerce.number().int().nonnegative().default(1_000),
   CATALOG_CACHE_MS: z.coerce.number().int().nonnegative().default(5_000),
-  MAX_MESSAGE_CHARS: positiveInt.default(16_000),
+  MAX_MESSAGE_CHARS: positiveInt.default(DEFAULT_MAX_MESSAGE_CHARS),
   MCP_BREAKER_THRESHOLD: positiveInt.default(5),
   MCP_BREAKER_COOLDOWN_MS: positiveInt.default(30_000),
   RESOURCE_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(30_000),

@@ -4,7 +4,7 @@ import { buildApp } from '../../src/api/app';
 import type { HttpError } from '../../src/api/errors';
 import { catalogRoutes } from '../../src/api/routes/catalog';
 import type { TurnService } from '../../src/api/turns';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { StreamOpening } from '../../src/api/contract';
 import type { LiveChunk } from '../../src/live/chunk';
 import { createLiveTextHub } from '../../src/live/hub';
@@ -301,6 +301,78 @@ test('/healthz answers from the workers\' reports and never asks a worker (no wo
   // The internal route stays out of the public document.
   expect(JSON.stringify((await app.inject({ method: 'GET', url: '/openapi.json' })).json().paths)).not.toContain('/internal/');
 });
+
+test('a method the path does not serve → 405 with Allow, before authentication and whatever the body; no such path → 404', async () => {
+  const { bare } = await setup();
+  const cases: Array<[string, string, string]> = [
+    ['PUT', '/v1/tools', 'GET, HEAD'],
+    ['DELETE', '/v1/turns/turn-s1-abc', 'GET, HEAD'],
+    ['GET', '/v1/turns/turn-s1-abc/cancel', 'POST'],
+    ['PATCH', '/v1/sessions/s1/messages', 'GET, HEAD, POST'],
+    ['POST', '/healthz', 'GET, HEAD'],
+  ];
+  for (const [method, url, allow] of cases) {
+    // No token, and a body that is not JSON: neither is looked at.
+    const res = await bare.inject({ method: method as 'GET', url, payload: 'not json', headers: { 'content-type': 'application/json' } });
+    expect({ method, url, status: res.statusCode, allow: res.headers.allow, code: res.json().error.code }).toEqual({
+      method, url, status: 405, allow, code: 'method_not_allowed',
+    });
+  }
+  const none = await bare.inject({ method: 'DELETE', url: '/nope', payload: 'not json', headers: { 'content-type': 'application/json' } });
+  expect([none.statusCode, none.json().error.code]).toEqual([404, 'not_found']);
+});
+
+test('a DELETE with a body is answered on a connection that stays open (never closed while the client still sends)', async () => {
+  const { bare } = await setup();
+  await bare.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const { port } = bare.server.address() as AddressInfo;
+    const bodies: Array<[string, Buffer]> = [
+      ['application/json', Buffer.from('not json')],
+      ['application/json', Buffer.from('')],
+      ['application/json', Buffer.from(JSON.stringify({ big: 'x'.repeat(2 * 1024 * 1024) }))],
+      ['application/octet-stream', Buffer.alloc(4096, 1)],
+    ];
+    for (const [type, body] of bodies) {
+      for (const url of ['/v1/tools', '/v1/turns/turn-s1-abc/cancel', '/nope']) {
+        const answers = await onOneConnection(port, [
+          `DELETE ${url} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n\r\n`,
+          body,
+          'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n',
+        ]);
+        // Both requests answered on the one connection: the first one's body was read past, not refused.
+        expect({ url, type, size: body.length, answers }).toEqual({ url, type, size: body.length, answers: [url === '/nope' ? 404 : 405, 200] });
+      }
+    }
+  } finally {
+    await bare.close();
+  }
+});
+
+/** Writes `parts` on one TCP connection and resolves with the status of each response read back, once the server has answered two. */
+function onOneConnection(port: number, parts: Array<string | Buffer>): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    // A response may follow the previous body on the same line.
+    const statuses = () => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+    // A connection the server neither answers twice nor closes fails the test instead of holding it up.
+    const timer = setTimeout(() => socket.destroy(), 15_000);
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1');
+      if (statuses().length >= 2) {
+        socket.destroy();
+        resolve(statuses());
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(statuses());
+    });
+    for (const part of parts) socket.write(part);
+  });
+}
 
 test('hundreds of malformed requests produce no 5xx', async () => {
   const { app } = await setup();

@@ -5,8 +5,9 @@ import Fastify, { type RouteOptions } from 'fastify';
 import { buildApp, type Authenticator } from '../../src/api/app';
 import { HttpError } from '../../src/api/errors';
 import type { TurnGateway } from '../../src/api/gateway';
-import { registerOpenApi, routeSchemas } from '../../src/api/openapi';
-import { STREAM_OPENING_EVENT, StreamOpening } from '../../src/api/contract';
+import { registerOpenApi, routeSchemas, SSE_EVENT_TYPES } from '../../src/api/openapi';
+import { STREAM_OPENING_EVENT, StreamOpening, WS_ERROR_CODES } from '../../src/api/contract';
+import { DEFAULT_MAX_MESSAGE_CHARS, wsMaxFrameBytes } from '../../src/shared/message-limits';
 import { parseSseBlock } from '../../src/shared/sse';
 import { openPolicy } from '../helpers/fake-auth';
 
@@ -110,7 +111,7 @@ test('/v1 routes require the bearer JWT and document the JSON errors; /healthz r
   }
   expect(doc.paths['/healthz']?.get?.security).toBeUndefined();
   const post = doc.paths['/v1/sessions/{sessionId}/messages']?.post as Operation & { parameters: Array<{ in: string; name: string }> };
-  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '415', '429', '503']);
+  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '414', '415', '429', '503']);
   expect(post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'Idempotency-Key' })]));
   const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { parameters: Array<{ in: string; name: string }> };
   expect(Object.keys(events.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
@@ -186,4 +187,47 @@ test('the /ws schema, ready for that route, is valid and needs the token too', a
   expect(Object.keys(op.responses)).toContain('101');
   expect(op.description).toMatch(/"type": "message"/);
   await app.close();
+});
+
+test("the /ws text lists every error frame code the route sends, and the frame limit the socket enforces", () => {
+  const text = routeSchemas.websocket.description;
+  // The route's own codes and the turn service's, e.g. a second decision of the same call.
+  for (const code of ['already_decided', 'token_budget_exhausted', 'frame_too_large', 'payload_too_large']) expect(WS_ERROR_CODES).toContain(code);
+  for (const code of WS_ERROR_CODES) expect({ code, listed: text.includes(`\`${code}\``) }).toEqual({ code, listed: true });
+  expect(text).toContain(`${wsMaxFrameBytes(DEFAULT_MAX_MESSAGE_CHARS)} bytes`);
+  expect(text).toMatch(/1009/);
+});
+
+test('what the router answers is documented: 414 on every path with a parameter, 405 with Allow on every path for the methods it lacks', async () => {
+  const { app, doc } = await setup();
+  const responses = (doc as unknown as { components: { responses: Record<string, { headers: Record<string, unknown> }> } }).components.responses;
+  expect(responses.MethodNotAllowed?.headers.Allow).toBeDefined();
+  expect((doc.info as { description?: string }).description).toMatch(/405 method_not_allowed.*Allow/);
+  for (const [path, item] of Object.entries(doc.paths)) {
+    const declared = METHODS.filter((m) => item[m]);
+    if (path.includes('{')) {
+      for (const m of declared) expect({ path, m, has414: '414' in (item[m]?.responses ?? {}) }).toEqual({ path, m, has414: true });
+    }
+    const url = path.replace(/\{[^}]+\}/g, 'turn-s1-abc');
+    const allow = [...declared.map((m) => m.toUpperCase()), ...(item.get ? ['HEAD'] : [])].sort().join(', ');
+    for (const m of METHODS.filter((x) => !item[x])) {
+      const res = await app.inject({ method: m.toUpperCase() as 'PUT', url });
+      expect({ path, m, status: res.statusCode, allow: res.headers.allow }).toEqual({ path, m, status: 405, allow });
+    }
+  }
+  const long = await app.inject({ method: 'GET', url: `/v1/sessions/${'a'.repeat(300)}/messages`, headers: ALICE });
+  expect([long.statusCode, long.json().error.code]).toEqual([414, 'uri_too_long']);
+});
+
+test('the SSE stream is documented as text/event-stream with a row for every event type; /ws documents 426 for a plain GET', async () => {
+  const { app, doc } = await setup();
+  const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { description: string; responses: Record<string, { description: string }> };
+  for (const type of SSE_EVENT_TYPES) {
+    expect({ type, row: events.description.includes(`| \`${type}\` |`) }).toEqual({ type, row: true });
+    expect(events.responses['200']?.description).toContain(`\`${type}\``);
+  }
+  const ws = doc.paths['/ws']?.get as Operation;
+  expect(ws.responses['426']?.content?.['application/json']?.schema).toBeDefined();
+  const plain = await app.inject({ method: 'GET', url: '/ws', headers: ALICE });
+  expect([plain.statusCode, plain.json().error.code]).toEqual([426, 'upgrade_required']);
 });

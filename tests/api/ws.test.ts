@@ -6,6 +6,7 @@ import { buildApp, type AppDeps } from '../../src/api/app';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
 import { SYSTEM_MESSAGES } from '../../src/api/system-messages';
+import { wsMaxFrameBytes } from '../../src/shared/message-limits';
 import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
@@ -364,6 +365,22 @@ test('invalid frames get an error and the connection stays open; app-level ping 
   // Still a working session.
   c.send({ type: 'message', payload: { text: 'still here' } });
   await c.next((f) => f.type === 'text');
+});
+
+test('a frame over the size limit gets a frame_too_large error frame, then the socket closes with 1009', async () => {
+  const { base } = await setup({ maxMessageChars: 16_000 });
+  const limit = wsMaxFrameBytes(16_000);
+  const c = await connect(`${base}/ws?sessionId=s1`);
+  await c.next((f) => f.type === 'connection');
+  // Right at the limit: read, and refused by the message rules with the socket left open.
+  const atLimit = JSON.stringify({ type: 'message', payload: { text: '' } }).length;
+  c.send(JSON.stringify({ type: 'message', payload: { text: 'x'.repeat(limit - atLimit) } }));
+  expect((await c.next((f) => f.type === 'error', 3_000, c.frames.length)).payload.code).toBe('payload_too_large');
+  const from = c.frames.length;
+  c.send({ type: 'message', payload: { text: 'x'.repeat(limit) } });
+  const err = await c.next((f) => f.type === 'error', 3_000, from);
+  expect(err.payload).toEqual({ code: 'frame_too_large', message: expect.stringContaining(String(limit)) });
+  expect(await c.closed).toBe(1009);
 });
 
 test('refusals of the HTTP route come as error frames: rate limit, same turn for a repeated idempotency key', async () => {

@@ -12,7 +12,8 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { RawData, WebSocket } from 'ws';
 import type { LiveTextHub } from '../../live/hub';
 import { sessionOfTurn } from '../../shared/ids';
-import { describeProblem, type ServerMessage, WsApprovePayload, WsCancelPayload, WsClientFrame, WsMessagePayload, WsQuery } from '../contract';
+import { wsMaxFrameBytes } from '../../shared/message-limits';
+import { describeProblem, type ServerMessage, WsApprovePayload, WsCancelPayload, WsClientFrame, WsErrorCode, WsMessagePayload, WsQuery } from '../contract';
 import { HttpError } from '../errors';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
@@ -74,15 +75,20 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     inFlight.add(settled);
   };
 
+  // Room for the longest message (not the ws default of 100 MiB); the documented limit is the same value.
+  const maxFrameBytes = wsMaxFrameBytes(deps.maxMessageChars);
   await app.register(websocket, {
-    // Room for the longest message even if every character is JSON-escaped, not the ws default of 100 MiB.
-    options: { maxPayload: Math.max(64 * 1024, deps.maxMessageChars * 6 + 4_096) },
+    options: { maxPayload: maxFrameBytes },
     // A socket error (client vanished mid-frame, ...) is routine: log it quietly and drop the socket.
     errorHandler: (err, socket, request) => {
       request.log.debug({ err }, 'websocket error');
       socket.terminate();
     },
   });
+
+  // A frame over the limit makes ws close the socket with 1009 on its own; its sockets say why first.
+  const server = app.websocketServer;
+  if (server.options.WebSocket) server.options.WebSocket = explainingFrameLimit(server.options.WebSocket, maxFrameBytes);
 
   const watchers = createSessionWatchers({
     gateway: deps.gateway,
@@ -109,14 +115,16 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
     watchers.leave(conn);
   };
 
-  const errorOf = (err: unknown): { code: string; message: string } => {
-    if (err instanceof HttpError) return { code: err.code, message: err.message };
+  const errorOf = (err: unknown): { code: WsErrorCode; message: string } => {
+    const known = err instanceof HttpError ? WsErrorCode.safeParse(err.code) : undefined;
+    if (err instanceof HttpError && known?.success) return { code: known.data, message: err.message };
+    // A code missing from WS_ERROR_CODES would be undocumented: a bug, answered as one.
     app.log.error({ err }, 'websocket: request failed');
     return { code: 'internal', message: 'The server could not complete the request.' };
   };
 
   /** Runs a request for a turn; a refusal is the service's HttpError, anything else means Temporal is unreachable. */
-  const settle = async <T>(turnId: string, what: string, work: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; code: string; message: string }> => {
+  const settle = async <T>(turnId: string, what: string, work: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; code: WsErrorCode; message: string }> => {
     try {
       return { ok: true, value: await work() };
     } catch (err) {
@@ -128,7 +136,7 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
 
   const onMessage = async (conn: Conn, data: RawData, isBinary: boolean): Promise<void> => {
     conn.meta.lastActiveAt = Date.now();
-    const fail = (code: string, message: string, turnId?: string) =>
+    const fail = (code: WsErrorCode, message: string, turnId?: string) =>
       send(conn, { type: 'error', payload: { code, message, ...(turnId ? { turnId } : {}) } });
     if (isBinary) return fail('invalid_message', 'Send JSON text frames: { "type": "message", "payload": { "text": "..." } }');
     const raw = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data).toString('utf8');
@@ -338,6 +346,28 @@ async function webSocket(app: FastifyInstance, deps: WebSocketOptions): Promise<
       reply.status(426).header('upgrade', 'websocket').send({ error: { code: 'upgrade_required', message: 'GET /ws needs a WebSocket upgrade.' } }),
     wsHandler: onConnection,
   });
+}
+
+/**
+ * `Base` (ws's socket class), whose sockets send an `error` frame `frame_too_large` before ws closes
+ * them with 1009 (message too big) for a frame over `maxFrameBytes`: ws detects it from the frame's
+ * header and calls `close(1009)` itself, with the socket still open for one more frame.
+ */
+function explainingFrameLimit(Base: typeof WebSocket, maxFrameBytes: number): typeof WebSocket {
+  return class extends Base {
+    override close(code?: number, data?: string | Buffer): void {
+      if (code === 1009 && this.readyState === this.OPEN) {
+        const frame: ServerMessage = {
+          type: 'error',
+          payload: { code: 'frame_too_large', message: `A frame may carry at most ${maxFrameBytes} bytes; the socket is closed (1009).` },
+        };
+        this.send(JSON.stringify(frame));
+        super.close(code, data ?? 'frame too large');
+        return;
+      }
+      super.close(code, data);
+    }
+  };
 }
 
 /**
