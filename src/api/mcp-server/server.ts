@@ -18,7 +18,7 @@ import { asToolResult, jsonResult, toolError } from './results';
 
 export interface HostMcpDeps {
   service: TurnService;
-  gateway: Pick<TurnGateway, 'getTurn' | 'listSessions' | 'listTurns'>;
+  gateway: Pick<TurnGateway, 'getTurn'>;
   live?: LiveTextHub;
   pollMs: number;
   maxMessageChars: number;
@@ -133,7 +133,7 @@ export function createHostMcpServer(deps: HostMcpDeps): McpServer {
       inputSchema: z.object({}),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async () => run(async () => jsonResult({ sessions: await deps.gateway.listSessions(user, 100) })),
+    async () => run(async () => jsonResult({ sessions: await service.sessions(user, 100) })),
   );
 
   server.registerTool(
@@ -159,7 +159,7 @@ function registerResources(server: McpServer, deps: HostMcpDeps): void {
     'transcript',
     new ResourceTemplate(`${SCHEME}://sessions/{sessionId}`, {
       list: async () => ({
-        resources: (await deps.gateway.listSessions(user, 100)).map((s) => ({
+        resources: (await service.sessions(user, 100)).map((s) => ({
           uri: `${SCHEME}://sessions/${s.sessionId}`,
           name: `session ${s.sessionId}`,
           mimeType: 'application/json',

@@ -22,7 +22,7 @@ import { chatInput, chatResult, idempotencyKeyOf, startChatTurn } from './chat';
 
 export interface TaskDeps {
   service: TurnService;
-  gateway: Pick<TurnGateway, 'getTurn' | 'listTurns'>;
+  gateway: Pick<TurnGateway, 'getTurn'>;
   live?: LiveTextHub;
   pollMs: number;
   maxMessageChars: number;
@@ -127,7 +127,7 @@ export function createTaskEndpoint(deps: TaskDeps) {
       return { ...taskOf(before), status: 'cancelled', lastUpdatedAt: new Date().toISOString() };
     },
     async 'tasks/list'(user) {
-      const turns = await deps.gateway.listTurns(user, LIST_LIMIT);
+      const turns = await service.turns(user, LIST_LIMIT);
       const tasks = await Promise.all(turns.map(async (t) => taskOf(await service.turn(user, t.turnId), t.startedAt)));
       return { tasks };
     },

@@ -30,6 +30,12 @@ export function createReads(opts: TurnServiceOptions) {
     turn: (user: UserContext, turnId: string, read: { after?: number; likelyRunning?: boolean } = {}): Promise<TurnState> =>
       readTurn(opts, user, turnId, read),
 
+    /** The caller's sessions, newest first (at most `limit`). */
+    sessions: (user: UserContext, limit: number) => unavailableOnError(() => gateway.listSessions(user, limit)),
+
+    /** The caller's turns, newest first (at most `limit`). */
+    turns: (user: UserContext, limit: number) => unavailableOnError(() => gateway.listTurns(user, limit)),
+
     async view(user: UserContext, turnId: string): Promise<TurnView> {
       const state = await readTurn(opts, user, turnId);
       return turnView(state, {
