@@ -4,7 +4,8 @@
  * is the pool's face (McpHub, McpContextSource) and its table of servers; the work is done by its
  * neighbours, one job each:
  *
- * - connections.ts: the connections' life (connect, fail fast, retire, reconnect, close);
+ * - connections.ts: the connections' life (connect, fail fast, retire, reconnect, close); pool-state.ts:
+ *   the slot and connection records they share;
  * - session.ts: what the pool asks of one connection; session-v1.ts: that on the v1 SDK;
  * - tool-calls.ts: tool calls and MCP tasks; resources.ts: resources, subscriptions and prompts;
  * - server-listing.ts and catalog.ts: each server's tools and state, and the catalog built from them;
@@ -18,10 +19,11 @@ import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
 import { serverSecrets } from '../security/secrets';
 import { buildCatalog } from './catalog';
 import type { McpConfig, McpServerConfig } from './config';
-import { Connections, type HubLogger, type Slot } from './connections';
+import { Connections } from './connections';
 import type { McpContextSource } from './context-source';
 import { McpPermanentError, describeCause, safeReason } from './failures';
 import { authFetchFor, isPerUser, type OAuthSupport } from './oauth';
+import { noop, type HubLogger, type Slot } from './pool-state';
 import { getPrompt, readResource, type ContextRequestOptions, type ResourceContext } from './resources';
 import { inspect, type ListingContext } from './server-listing';
 import type { ElicitationHandler, SamplingHandler } from './server-requests';
@@ -30,7 +32,7 @@ import type { TransportKind } from './transports';
 import type { CallToolRequest, McpHub } from './types';
 import { callerContext } from './user-token';
 
-export type { HubLogger } from './connections';
+export type { HubLogger } from './pool-state';
 
 export interface McpServerHubOptions {
   logger?: HubLogger;
@@ -54,7 +56,6 @@ export interface McpServerHubOptions {
 /** Whose connection a request without a caller (a listing at worker start) uses on a per-user server. */
 export const HOST_PRINCIPAL = 'host';
 
-const noop = (): void => undefined;
 const silentLogger: HubLogger = { debug: noop, info: noop, warn: noop, error: noop };
 
 /** What a config reload did to the servers (by name). */

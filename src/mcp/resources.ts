@@ -3,7 +3,8 @@
  * hears when they change) and prompts, rendered as text for the LLM.
  */
 import { inClientSpan } from '../telemetry/tracing';
-import { RefusedError, type Connection, type Connections, type Slot } from './connections';
+import type { Connections } from './connections';
+import { RefusedError, type Connection, type Slot } from './pool-state';
 import { McpPermanentError, describeCause, safeReason } from './failures';
 import { renderContent, renderResourceContents } from './render';
 

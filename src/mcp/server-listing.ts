@@ -4,7 +4,8 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { listAllTools, type ServerListing } from './catalog';
-import { PROBE_TIMEOUT_MS, RefusedError, type Connection, type Connections, type HubLogger, type Slot } from './connections';
+import { PROBE_TIMEOUT_MS, type Connections } from './connections';
+import { RefusedError, type Connection, type HubLogger, type Slot } from './pool-state';
 import { McpFailure, describeCause, safeReason } from './failures';
 import { AuthorizationRequiredError } from './oauth';
 import type { TransportKind } from './transports';

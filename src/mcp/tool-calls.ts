@@ -5,7 +5,8 @@
  */
 import { UrlElicitationRequiredError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolOutcome } from '../shared/tool-types';
-import { PROBE_TIMEOUT_MS, RefusedError, noop, withTimeout, type Connection, type Connections, type Slot } from './connections';
+import { PROBE_TIMEOUT_MS, type Connections } from './connections';
+import { RefusedError, noop, withTimeout, type Connection, type Slot } from './pool-state';
 import { McpAbortError } from './failures';
 import { toToolOutcome } from './render';
 import type { ElicitationHandler } from './server-requests';
