@@ -3,10 +3,10 @@
  * (`server__tool`, see src/shared/tool-names.ts), with the annotations the policy and the UI use, plus
  * each server's status.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { buildToolIndex } from '../shared/tool-names';
 import type { Catalog, CatalogTool, ServerStatus } from '../shared/tool-types';
+import type { McpSession } from './session';
 
 /** One server's listing as the pool found it (no tools when it is disabled or unavailable). */
 export interface ServerListing {
@@ -49,8 +49,8 @@ export function buildCatalog(listings: readonly ServerListing[]): Catalog {
  * Every page of `tools/list` within `listMs` in all. A server without the tools capability (resources
  * or prompts only) simply has none. `truncated` is set when the server kept paging past the limit.
  */
-export async function listAllTools(client: Client, listMs: number): Promise<{ tools: Tool[]; truncated: boolean }> {
-  if (!client.getServerCapabilities()?.tools) return { tools: [], truncated: false };
+export async function listAllTools(session: Pick<McpSession, 'listTools' | 'serverCapabilities'>, listMs: number): Promise<{ tools: Tool[]; truncated: boolean }> {
+  if (!session.serverCapabilities()?.tools) return { tools: [], truncated: false };
   const deadline = Date.now() + listMs;
   const tools: Tool[] = [];
   const seenCursors = new Set<string>();
@@ -58,7 +58,7 @@ export async function listAllTools(client: Client, listMs: number): Promise<{ to
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new McpError(ErrorCode.RequestTimeout, `listing tools took longer than ${listMs} ms`);
-    const result = await client.listTools(cursor !== undefined ? { cursor } : undefined, { timeout: remaining });
+    const result = await session.listTools(cursor, { timeout: remaining });
     tools.push(...result.tools);
     cursor = result.nextCursor;
     // A repeated cursor would loop forever; treat it as the end.

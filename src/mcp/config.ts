@@ -6,11 +6,14 @@
  * use `describeServer` for anything user- or log-facing.
  */
 import { readFileSync } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { describeIssues, formatPath } from '../shared/issues';
+import { describeIssues } from '../shared/issues';
+import { ProblemList, resolveEnvRefs, resolveRecord, type PathPart, type RefContext } from './config-refs';
+import { AuthSchema, HttpEntrySchema, KNOWN_KEYS, StdioEntrySchema, describeIssue, kindOf, type TimeoutsSchema } from './config-schema';
+
+export { inputVariable } from './config-refs';
 
 export interface McpTimeouts {
   /** Spawn/HTTP connect plus the `initialize` handshake. */
@@ -105,160 +108,6 @@ export class McpConfigError extends Error {
 }
 
 export const SERVER_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,32}$/;
-
-// setTimeout silently treats anything above 2^31-1 as 1 ms.
-const MAX_TIMEOUT_MS = 2_147_483_647;
-const timeoutMs = z.number().int().positive().max(MAX_TIMEOUT_MS).optional();
-
-const TimeoutsSchema = z.object({ connectMs: timeoutMs, callMs: timeoutMs, listMs: timeoutMs });
-
-const commonFields = {
-  timeouts: TimeoutsSchema.optional(),
-  disabled: z.boolean().optional(),
-  description: z.string().optional(),
-  /** Directories (relative to the config file) or `file://` URIs the server may use. */
-  roots: z.array(z.string().min(1)).max(64).optional(),
-  honoursIdempotencyKey: z.boolean().optional(),
-  readOnlyTools: z.array(z.string().regex(/^[a-zA-Z0-9_.\/-]+\*?$/, 'a tool name, or a prefix ending in *')).max(1024).optional(),
-};
-
-const StdioEntrySchema = z.object({
-  // Claude Code / VS Code style configs carry a `type`; accepted so those files load unchanged.
-  type: z.literal('stdio').optional(),
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().min(1).optional(),
-  ...commonFields,
-});
-
-const OAuthSchema = z.object({
-  type: z.literal('oauth'),
-  /** Asked for when neither the server's challenge nor its metadata names scopes. */
-  scope: z.string().min(1).optional(),
-  /** A client registered beforehand; without one, the client registers itself (or uses clientMetadataUrl). */
-  clientId: z.string().min(1).optional(),
-  clientSecret: z.string().min(1).optional(),
-  /** An https URL serving this host's client metadata document, used as its client_id where supported. */
-  clientMetadataUrl: z.string().min(1).optional(),
-});
-const ClientCredentialsSchema = z.object({
-  type: z.literal('client_credentials'),
-  clientId: z.string().min(1),
-  /** Exactly one of clientSecret and privateKey (PEM, for private_key_jwt). */
-  clientSecret: z.string().min(1).optional(),
-  privateKey: z.string().min(1).optional(),
-  /** The JWT signing algorithm for privateKey (default ES256). */
-  algorithm: z.string().min(1).optional(),
-  scope: z.string().min(1).optional(),
-});
-const AuthSchema = z.discriminatedUnion('type', [OAuthSchema, ClientCredentialsSchema]);
-
-const HttpEntrySchema = z.object({
-  type: z.enum(['http', 'streamable-http', 'sse']).optional(),
-  url: z.string().min(1),
-  headers: z.record(z.string(), z.string()).optional(),
-  transport: z.enum(['auto', 'streamable-http', 'sse']).optional(),
-  /** Send the calling user's bearer token to this server. Off unless set: a token is a credential. */
-  forwardUserToken: z.boolean().optional(),
-  auth: AuthSchema.optional(),
-  ...commonFields,
-});
-
-const KNOWN_KEYS = {
-  stdio: new Set(Object.keys(StdioEntrySchema.shape)),
-  oauth: new Set(Object.keys(OAuthSchema.shape)),
-  client_credentials: new Set(Object.keys(ClientCredentialsSchema.shape)),
-  http: new Set(Object.keys(HttpEntrySchema.shape)),
-  timeouts: new Set(Object.keys(TimeoutsSchema.shape)),
-};
-
-type PathPart = PropertyKey;
-
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  return typeof value;
-}
-
-/** One zod issue as a short phrase. Never echoes the input value: it may be a secret. */
-function describeIssue(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case 'invalid_type': {
-      const expected = issue.expected === 'record' ? 'object' : issue.expected === 'int' ? 'integer' : issue.expected;
-      if (!('input' in issue) || issue.input === undefined) return `expected ${expected} (missing)`;
-      return `expected ${expected}, got ${kindOf(issue.input)}`;
-    }
-    case 'too_small':
-      if (issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
-      return `must be ${issue.inclusive ? '>=' : '>'} ${String(issue.minimum)}`;
-    case 'too_big':
-      return `must be ${issue.inclusive ? '<=' : '<'} ${String(issue.maximum)}`;
-    case 'invalid_value':
-      return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
-    default:
-      return issue.message;
-  }
-}
-
-/**
- * Variables a value may hold: `${env:NAME}`; VS Code's `${input:id}` (read from the environment
- * variable named by the id in upper case, other characters as `_`: `${input:api-key}` → `API_KEY`),
- * `${workspaceFolder}` (the config file's directory) and `${userHome}`. Anything else is left as written.
- */
-const VARIABLE_REF = /\$\{(?:(env|input):([^}]*)|(workspaceFolder|userHome))\}/g;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** The environment variable that answers VS Code's `${input:<id>}`. */
-export const inputVariable = (id: string): string => id.toUpperCase().replace(/[^A-Z0-9_]/g, '_');
-
-class ProblemList {
-  readonly items: string[] = [];
-  constructor(private readonly source: string) {}
-  add(parts: readonly PathPart[], what: string): void {
-    this.items.push(`${this.source}: ${formatPath(parts)}: ${what}`);
-  }
-  addLines(lines: readonly string[]): void {
-    for (const line of lines) this.items.push(`${this.source}: ${line}`);
-  }
-}
-
-interface RefContext {
-  env: NodeJS.ProcessEnv;
-  baseDir: string;
-  problems: ProblemList;
-}
-
-function resolveEnvRefs(value: string, ctx: RefContext, where: readonly PathPart[]): string {
-  return value.replace(VARIABLE_REF, (_match, kind: string | undefined, ref: string | undefined, builtin: string | undefined) => {
-    if (builtin === 'workspaceFolder') return ctx.baseDir;
-    if (builtin === 'userHome') return os.homedir();
-    const name = kind === 'input' ? inputVariable(ref ?? '') : (ref ?? '');
-    if (!ENV_NAME.test(name)) {
-      ctx.problems.add(where, `invalid reference \${${kind}:${ref}}: expected a variable name`);
-      return '';
-    }
-    const resolved = ctx.env[name];
-    if (resolved === undefined) {
-      ctx.problems.add(where, kind === 'input' ? `input "${ref}": set environment variable "${name}"` : `environment variable "${name}" is not set`);
-      return '';
-    }
-    return resolved;
-  });
-}
-
-function resolveRecord(
-  record: Record<string, string> | undefined,
-  ctx: RefContext,
-  where: readonly PathPart[],
-  resolve: boolean,
-): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(record ?? {})) {
-    out[key] = resolve ? resolveEnvRefs(value, ctx, [...where, key]) : value;
-  }
-  return out;
-}
 
 function warnUnknownKeys(
   entry: Record<string, unknown>,

@@ -19,9 +19,10 @@
 import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { NO_CONTENT_SCHEMA, type ElicitationAnswer, type InputAsked } from '../shared/turn';
 import type { ElicitationRequest } from './server-requests';
+import type { CallElicitation } from './user-token';
 
 /** One tool call's elicitation state (lives in the caller context of that call). */
-export class ElicitationSession {
+export class ElicitationSession implements CallElicitation {
   private readonly abort = new AbortController();
   private readonly answers: ElicitationAnswer[];
   /** Set when the server asked something no recorded answer covers. */

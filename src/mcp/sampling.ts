@@ -10,6 +10,7 @@ import type { LlmClient } from '../llm/client';
 import { NO_CONTENT_SCHEMA, type ChatMessage, type SamplingAllowance } from '../shared/turn';
 import type { ElicitationSession } from './elicitation';
 import type { SamplingRequest } from './server-requests';
+import type { CallSampling } from './user-token';
 
 /** How much of the server's prompt the user is shown when asked to allow a request. */
 const PROMPT_SHOWN_CHARS = 400;
@@ -19,7 +20,7 @@ export class SamplingRefused extends Error {
 }
 
 /** What one tool call may sample, and what it used. */
-export class SamplingSession {
+export class SamplingSession implements CallSampling {
   /** Tokens (prompt and completion) this call's sampling used. */
   used = 0;
   requests = 0;

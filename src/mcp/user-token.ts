@@ -1,6 +1,18 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ElicitationSession } from './elicitation';
-import type { SamplingSession } from './sampling';
+import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * How a tool call answers its server's questions (src/mcp/elicitation.ts's ElicitationSession). Named
+ * here by what the context needs of it, so this file depends on no handler.
+ */
+export interface CallElicitation {
+  answer(params: ElicitRequest['params']): ElicitResult;
+}
+
+/** What a tool call's server may ask of the host's model (src/mcp/sampling.ts's SamplingSession). */
+export interface CallSampling {
+  sample(params: CreateMessageRequest['params'], signal: AbortSignal): Promise<CreateMessageResult>;
+}
 
 /**
  * Who the MCP request being made right now is for. Connections are pooled and shared by all users,
@@ -15,9 +27,9 @@ export interface CallerContext {
   /** The turn the request is for: an authorization it has to wait for names it (src/mcp/oauth). */
   turnId?: string;
   /** The tool call's answers to server questions, and where a new question is noted (src/mcp/elicitation.ts). */
-  elicitation?: ElicitationSession;
+  elicitation?: CallElicitation;
   /** What the tool call's server may ask of the host's model (src/mcp/sampling.ts). */
-  sampling?: SamplingSession;
+  sampling?: CallSampling;
 }
 
 export const callerContext = new AsyncLocalStorage<CallerContext>();

@@ -84,7 +84,7 @@ afterEach(async () => {
   await server.mcp.close();
 });
 
-const caller = (principal: string, answers: ConstructorParameters<typeof ElicitationSession>[0]): CallerContext => ({
+const caller = (principal: string, answers: ConstructorParameters<typeof ElicitationSession>[0]): CallerContext & { elicitation: ElicitationSession } => ({
   principal,
   turnId: `turn-${principal}`,
   elicitation: new ElicitationSession(answers),

@@ -13,7 +13,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { type AuthInfo, createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { hostHeaderValidation, originValidation } from '@modelcontextprotocol/fastify';
-import type { Authenticator } from '../app';
+import type { Authenticator } from '../auth';
 import { HttpError } from '../errors';
 import type { UserContext } from '../../shared/user';
 import { createHostMcpServer, type HostMcpDeps } from './server';

@@ -1,0 +1,313 @@
+/**
+ * The life of the pool's connections: one per slot (a server, or a user of a per-user server), opened
+ * on first use and replaced on the next use after it dies. Concurrent first uses share one connect; a
+ * failed connect is never cached (the next use within FAIL_FAST_MS fails fast, later ones try again);
+ * a dropped connection finishes its in-flight requests before it is closed.
+ *
+ * Each connection is a session (session.ts); which SDK revision speaks for it is the `openSession`
+ * this is given (session-v1.ts by default).
+ */
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { describeServer } from './config';
+import {
+  McpAbortError,
+  McpTransientError,
+  classifyRequestError,
+  describeCause,
+  isConnectionRefused,
+  isMissingOptionalStream,
+  safeReason,
+} from './failures';
+import { RefusedError, isAuthorizationError, noop, withTimeout, type Connection, type HubLogger, type Slot } from './pool-state';
+import { CallsInFlight, connectionContext, type ElicitationHandler, type SamplingHandler } from './server-requests';
+import type { OpenSession, SessionHooks } from './session';
+import { openV1Session } from './session-v1';
+import { openHttpWithFallback, type TransportKind } from './transports';
+import { callerContext } from './user-token';
+
+class ConnectTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`connect timed out after ${ms} ms`);
+  }
+}
+
+/** A connect attempt that failed within this window is not retried yet: fail fast instead. */
+const FAIL_FAST_MS = 500;
+const STDERR_TAIL_LINES = 20;
+const TERMINATE_SESSION_TIMEOUT_MS = 1_000;
+export const PROBE_TIMEOUT_MS = 5_000;
+
+export interface ConnectionsOptions {
+  logger: HubLogger;
+  clientInfo: { name: string; version: string };
+  capabilities: ClientCapabilities;
+  elicit?: ElicitationHandler;
+  sample?: SamplingHandler;
+  onResourceUpdated?: (server: string, uri: string) => void;
+  /** Makes each connection's session; the v1 SDK's by default. */
+  openSession?: OpenSession;
+}
+
+export class Connections {
+  readonly logger: HubLogger;
+  private readonly open = new Set<Connection>();
+  private readonly openSession: OpenSession;
+  private nextConnectionId = 1;
+  private closed = false;
+
+  constructor(private readonly opts: ConnectionsOptions) {
+    this.logger = opts.logger;
+    this.openSession = opts.openSession ?? openV1Session;
+  }
+
+  /** Runs `op` on the slot's connection (opened if need be), turning its failure into the pool's errors. */
+  async withConnection<T>(slot: Slot, signal: AbortSignal | undefined, timeoutMs: number, op: (conn: Connection) => Promise<T>): Promise<T> {
+    if (signal?.aborted) throw new McpAbortError(slot.cfg.name, signal.reason);
+    const conn = await this.acquire(slot, signal);
+    conn.inflight += 1;
+    try {
+      return await op(conn);
+    } catch (error) {
+      if (error instanceof RefusedError || isAuthorizationError(error)) throw error;
+      const verdict = classifyRequestError(error, { ...(signal ? { signal } : {}), timeoutMs, secrets: slot.secrets });
+      if (verdict.kind === 'aborted') throw new McpAbortError(slot.cfg.name, verdict.cause);
+      if (verdict.kind === 'refused') throw new RefusedError(verdict.reason);
+      if (verdict.connection === 'probe') this.probe(slot, conn);
+      if (verdict.connection === 'retire') this.retire(slot, conn, verdict.reason);
+      // The connection was there and the request was handed to it: unless the server provably
+      // refused the connection, it may have received (and applied) it.
+      throw new McpTransientError(slot.cfg.name, verdict.reason, { requestSent: !isConnectionRefused(error), answered: verdict.answered });
+    } finally {
+      conn.inflight -= 1;
+      if (!conn.alive && conn.inflight === 0 && slot.conn !== conn) void this.closeConnection(conn, false);
+    }
+  }
+
+  /** Stops handing the connection out; closes it once its in-flight requests are done. */
+  retire(slot: Slot, conn: Connection, reason: string): void {
+    if (conn.alive) {
+      this.logger.info({ server: slot.cfg.name, transport: conn.kind, reason }, 'dropping MCP connection; the next use reconnects');
+    }
+    conn.alive = false;
+    conn.tools = undefined;
+    if (slot.conn === conn) slot.conn = undefined;
+    if (conn.inflight === 0) void this.closeConnection(conn, false);
+  }
+
+  /** Shuts the pool: connects under way settle, then every connection closes (ending its HTTP session). */
+  async closeAll(slots: readonly Slot[]): Promise<void> {
+    this.closed = true;
+    const all = slots.flatMap((slot) => [slot, ...(slot.perUser?.values() ?? [])]);
+    await Promise.allSettled(all.map((slot) => slot.connecting));
+    for (const slot of all) slot.conn = undefined;
+    await Promise.all([...this.open].map((conn) => this.closeConnection(conn, true)));
+  }
+
+  private transient(slot: Slot, reason: string): McpTransientError {
+    return new McpTransientError(slot.cfg.name, safeReason(reason, slot.secrets));
+  }
+
+  private acquire(slot: Slot, signal?: AbortSignal): Promise<Connection> {
+    if (this.closed) return Promise.reject(this.transient(slot, 'the MCP hub is shut down'));
+    if (slot.conn?.alive) return Promise.resolve(slot.conn);
+    if (!slot.connecting) {
+      const last = slot.lastFailure;
+      if (last && Date.now() - last.at < FAIL_FAST_MS) {
+        return Promise.reject(this.transient(slot, `unavailable: ${last.reason}`));
+      }
+      slot.connecting = this.openConnection(slot)
+        .then(
+          (conn) => {
+            if (this.closed || slot.replaced) {
+              void this.closeConnection(conn, false);
+              throw this.transient(slot, this.closed ? 'the MCP hub is shut down' : 'the server was reconfigured; retry');
+            }
+            slot.conn = conn;
+            slot.lastFailure = undefined;
+            return conn;
+          },
+          (error: unknown) => {
+            // Not the server failing: the user has to act. No fail-fast window, no warning.
+            if (isAuthorizationError(error)) throw error;
+            const reason = safeReason(describeCause(error), slot.secrets);
+            slot.lastFailure = { at: Date.now(), reason };
+            const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
+            this.logger.warn(
+              { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) },
+              `MCP server unavailable: ${describeServer(slot.cfg)}`,
+            );
+            throw this.transient(slot, `unavailable: ${reason}`);
+          },
+        )
+        .finally(() => {
+          slot.connecting = undefined;
+        });
+    }
+    return signal ? this.raceAbort(slot, slot.connecting, signal) : slot.connecting;
+  }
+
+  /** Gives up waiting when the signal fires, without cancelling the shared connect. */
+  private raceAbort<T>(slot: Slot, promise: Promise<T>, signal: AbortSignal): Promise<T> {
+    if (signal.aborted) return Promise.reject(new McpAbortError(slot.cfg.name, signal.reason));
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(new McpAbortError(slot.cfg.name, signal.reason));
+      signal.addEventListener('abort', onAbort, { once: true });
+      promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  private async openConnection(slot: Slot): Promise<Connection> {
+    const cfg = slot.cfg;
+    if (cfg.kind === 'stdio') return await this.openOnce(slot, 'stdio');
+    const preferred = cfg.transport === 'auto' ? slot.httpKind : cfg.transport;
+    if (preferred) return await this.openOnce(slot, preferred);
+    const { conn, kind } = await openHttpWithFallback(
+      (k) => this.openOnce(slot, k),
+      (reason) => this.logger.info({ server: cfg.name, reason: safeReason(reason, slot.secrets) }, 'Streamable HTTP refused; trying legacy HTTP+SSE'),
+    );
+    slot.httpKind = kind;
+    return conn;
+  }
+
+  /** Keeps a stdio child's last stderr lines and sends each to the debug log. */
+  private stderrLine(slot: Slot, line: string): void {
+    slot.stderrTail.push(line);
+    if (slot.stderrTail.length > STDERR_TAIL_LINES) slot.stderrTail.shift();
+    this.logger.debug({ server: slot.cfg.name }, `[${slot.cfg.name}] ${line}`);
+  }
+
+  private async openOnce(slot: Slot, kind: TransportKind): Promise<Connection> {
+    const cfg = slot.cfg;
+    slot.stderrTail = [];
+    const calls = new CallsInFlight(kind !== 'streamable-http');
+    const target = { cfg, kind, clientInfo: this.opts.clientInfo, capabilities: this.opts.capabilities, ...(slot.authFetch ? { authFetch: slot.authFetch } : {}) };
+    // The hooks only run once the session exists, so `conn` is there by then.
+    const conn: Connection = {
+      id: this.nextConnectionId++,
+      session: this.openSession(target, this.sessionHooks(slot, calls, () => conn)),
+      kind,
+      alive: false,
+      inflight: 0,
+      calls,
+      subscribed: new Set(),
+    };
+    const session = conn.session;
+
+    const connectMs = cfg.timeouts.connectMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ConnectTimeoutError(connectMs)), connectMs);
+    });
+    this.open.add(conn);
+    try {
+      // Not in the caller's context: the streams the connection keeps open must carry no call's (server-requests.ts).
+      const connecting = callerContext.run(connectionContext(callerContext.getStore()), () => session.connect(connectMs));
+      await Promise.race([connecting, timedOut]);
+    } catch (error) {
+      // Not awaited: killing a hung child can take seconds and the caller should hear now. The
+      // connection stays in `open` until it is gone, so closeAll() still waits for it.
+      void this.closeConnection(conn, false);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    conn.pid = session.pid();
+    conn.alive = true;
+    this.logger.info(
+      { server: cfg.name, transport: kind, ...(conn.pid !== undefined ? { pid: conn.pid } : {}) },
+      `MCP server connected: ${describeServer(cfg)}`,
+    );
+    return conn;
+  }
+
+  /** How a connection's session reports to the pool, and answers the server's own requests. */
+  private sessionHooks(slot: Slot, calls: CallsInFlight, conn: () => Connection): SessionHooks {
+    const { logger, elicit, sample, onResourceUpdated } = this.opts;
+    const server = slot.cfg.name;
+    return {
+      onStderrLine: (line) => this.stderrLine(slot, line),
+      onTransportError: (error) => this.onTransportError(slot, conn(), error),
+      onClose: () => this.onConnectionClosed(slot, conn()),
+      onProtocolError: (error) => logger.debug({ server, error: safeReason(describeCause(error), slot.secrets) }, 'MCP protocol notice'),
+      // Read at each request: a reload that changes only the roots updates the slot, not the connection.
+      roots: () => [...(slot.cfg.roots ?? [])],
+      serverRequests: {
+        server,
+        ...(slot.principal ? { principal: slot.principal } : {}),
+        calls,
+        ...(elicit ? { elicit } : {}),
+        ...(sample ? { sample } : {}),
+        debug: (obj, msg) => logger.debug(obj, msg),
+      },
+      onResourceUpdated: (uri) => {
+        logger.debug({ server, uri }, 'MCP resource updated');
+        onResourceUpdated?.(server, uri);
+      },
+      onToolsChanged: () => {
+        const c = conn();
+        c.tools = undefined;
+        // A listing already in flight may predate the change: it must not become the cache.
+        c.toolsGeneration = (c.toolsGeneration ?? 0) + 1;
+      },
+    };
+  }
+
+  private onTransportError(slot: Slot, conn: Connection, error: Error): void {
+    // The request that needed authorization fails on its own; the connection itself is fine.
+    if (isAuthorizationError(error)) return;
+    if (isMissingOptionalStream(error)) {
+      this.logger.debug({ server: slot.cfg.name }, 'server has no GET stream (404); requests continue over POST');
+      return;
+    }
+    const reason = safeReason(describeCause(error), slot.secrets);
+    if (!conn.alive) return;
+    this.logger.debug({ server: slot.cfg.name, transport: conn.kind, reason }, 'MCP transport error');
+    // Legacy SSE carries every response on its one stream: once that stream broke, in-flight
+    // requests can never complete, so fail them now. Other transports keep working requests alive
+    // and only stop taking new ones.
+    if (conn.kind === 'sse') {
+      this.retire(slot, conn, reason);
+      void this.closeConnection(conn, false);
+    } else if (conn.kind === 'streamable-http') {
+      this.retire(slot, conn, reason);
+    }
+    // stdio: a broken pipe is followed by the child's close event, which does the work.
+  }
+
+  private onConnectionClosed(slot: Slot, conn: Connection): void {
+    const wasAlive = conn.alive;
+    conn.alive = false;
+    conn.tools = undefined;
+    this.open.delete(conn);
+    if (slot.conn === conn) slot.conn = undefined;
+    if (wasAlive && !this.closed) {
+      // For a crashed stdio server, its last words are the best clue to why.
+      const tail = conn.kind === 'stdio' ? slot.stderrTail.slice(-5).map((line) => safeReason(line, slot.secrets)) : [];
+      this.logger.warn(
+        { server: slot.cfg.name, transport: conn.kind, ...(tail.length ? { stderrTail: tail } : {}) },
+        'MCP connection closed; the next use reconnects',
+      );
+    }
+  }
+
+  private closeConnection(conn: Connection, terminateSession: boolean): Promise<void> {
+    conn.alive = false;
+    conn.closing ??= (async () => {
+      if (terminateSession) await withTimeout(conn.session.terminateSession().catch(noop), TERMINATE_SESSION_TIMEOUT_MS);
+      // For stdio this ends stdin, then escalates SIGTERM → SIGKILL, and waits for the exit:
+      // no orphaned or zombie children.
+      await conn.session.close().catch(noop);
+      this.open.delete(conn);
+    })();
+    return conn.closing;
+  }
+
+  /**
+   * After a timeout, is the server wedged or just slow? A ping tells; a wedged connection is dropped
+   * so retries do not keep queueing behind it.
+   */
+  private probe(slot: Slot, conn: Connection): void {
+    if (!conn.alive) return;
+    conn.session.ping(PROBE_TIMEOUT_MS).catch(() => this.retire(slot, conn, 'server stopped answering pings'));
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Context a turn asks for, through the pool: resources read (and subscribed to, so a cache of them
+ * hears when they change) and prompts, rendered as text for the LLM.
+ */
+import { inClientSpan } from '../telemetry/tracing';
+import type { Connections } from './connections';
+import { RefusedError, type Connection, type Slot } from './pool-state';
+import { McpPermanentError, describeCause, safeReason } from './failures';
+import { renderContent, renderResourceContents } from './render';
+
+export interface ContextRequestOptions {
+  signal?: AbortSignal;
+  meta?: Record<string, unknown>;
+}
+
+export interface ResourceContext {
+  connections: Connections;
+  /** Whoever wants `notifications/resources/updated`; without one, nothing is subscribed to. */
+  onResourceUpdated?: (server: string, uri: string) => void;
+}
+
+/** A request's `_meta`: the caller's fields and the trace context of its span; absent when both are empty. */
+const metaParam = (meta: Record<string, unknown> | undefined, trace: Record<string, string>): { _meta?: Record<string, unknown> } =>
+  meta || Object.keys(trace).length ? { _meta: { ...meta, ...trace } } : {};
+
+export async function readResource(ctx: ResourceContext, slot: Slot, uri: string, opts: ContextRequestOptions): Promise<string> {
+  const server = slot.cfg.name;
+  const timeout = slot.cfg.timeouts.callMs;
+  return await permanentOnRefusal(
+    slot,
+    ctx.connections.withConnection(slot, opts.signal, timeout, async (conn) => {
+      // A span per request sent (below the resilient hub's cache: a cached read sends none), its
+      // context in `_meta` (traceparent) for the server's own traces, as for tools/call.
+      const attributes = { 'mcp.server': server, 'mcp.method': 'resources/read', 'mcp.resource.uri': uri };
+      const result = await inClientSpan(`resources/read ${server}`, attributes, (trace) =>
+        conn.session.readResource({ uri, ...metaParam(opts.meta, trace) }, { ...(opts.signal ? { signal: opts.signal } : {}), timeout }),
+      );
+      subscribe(ctx, slot, conn, uri);
+      return result.contents.map((c) => renderResourceContents(c)).join('\n');
+    }),
+  );
+}
+
+export async function getPrompt(
+  ctx: ResourceContext,
+  slot: Slot,
+  name: string,
+  args: Record<string, string> | undefined,
+  opts: ContextRequestOptions,
+): Promise<string> {
+  const server = slot.cfg.name;
+  const timeout = slot.cfg.timeouts.callMs;
+  return await permanentOnRefusal(
+    slot,
+    ctx.connections.withConnection(slot, opts.signal, timeout, async (conn) => {
+      const attributes = { 'mcp.server': server, 'mcp.method': 'prompts/get', 'mcp.prompt': name };
+      const result = await inClientSpan(`prompts/get ${server}/${name}`, attributes, (trace) =>
+        conn.session.getPrompt(
+          { name, ...(args ? { arguments: args } : {}), ...metaParam(opts.meta, trace) },
+          { ...(opts.signal ? { signal: opts.signal } : {}), timeout },
+        ),
+      );
+      return result.messages.map((m) => `${m.role}: ${renderContent([m.content])}`).join('\n\n');
+    }),
+  );
+}
+
+/**
+ * Asks the server to say when a resource we read changes (once per connection, where the server
+ * supports subscriptions). Best effort: without it the cache's TTL still applies.
+ */
+function subscribe(ctx: ResourceContext, slot: Slot, conn: Connection, uri: string): void {
+  if (!ctx.onResourceUpdated || conn.subscribed.has(uri) || !conn.session.serverCapabilities()?.resources?.subscribe) return;
+  conn.subscribed.add(uri);
+  conn.session.subscribeResource(uri).catch((error: unknown) => {
+    conn.subscribed.delete(uri);
+    ctx.connections.logger.debug({ server: slot.cfg.name, uri, error: safeReason(describeCause(error), slot.secrets) }, 'could not subscribe to a resource');
+  });
+}
+
+async function permanentOnRefusal<T>(slot: Slot, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof RefusedError) throw new McpPermanentError(slot.cfg.name, error.reason);
+    throw error;
+  }
+}
