@@ -16,7 +16,17 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   fi
   echo "$want" > "$stamp"
 fi
+# Build only when what goes into dist/ changed since the last build (every start runs this): the
+# sources, the compiler settings and the installed packages, by content.
+build_stamp=dist/.build-stamp
+have_build="$(find src examples tests bench -type f \( -name '*.ts' -o -name '*.json' -o -name '*.mjs' \) -print0 2>/dev/null \
+  | sort -z | xargs -0 sha256sum | cat - tsconfig.json package-lock.json | sha256sum | cut -d' ' -f1)"
+if [ -f "$build_stamp" ] && [ "$(cat "$build_stamp")" = "$have_build" ] && [ -f dist/src/workflow-bundle.js ]; then
+  exit 0
+fi
 echo "Building (tsc + workflow bundle) ..." >&2
 rm -rf dist
 npx tsc -p tsconfig.json >&2
-node dist/src/cli/bundle-workflows.js >&2
+node dist/src/cli/bundle-workflows.js >/dev/null
+echo "$have_build" > "$build_stamp"
+

@@ -75,6 +75,7 @@ async function main(): Promise<void> {
     apply: (next) => {
       // Grows with every version: a value once configured is never printed, even after it changed.
       secrets.push(...configSecrets(next).filter((s) => !secrets.includes(s)));
+      for (const warning of next.warnings) logger.warn({}, `MCP config: ${warning}`);
       const summary = servers.reconfigure(next);
       for (const server of [...summary.changed, ...summary.removed]) hub.invalidate(server);
       logger.info({ ...summary, servers: Object.keys(next.mcpServers) }, 'MCP servers reconfigured');
@@ -84,6 +85,9 @@ async function main(): Promise<void> {
     pollMs: env.CONFIG_POLL_MS,
   });
   secrets.push(...configSecrets(mcpConfig.current()));
+  // Fields the host does not know (Claude Desktop's `envFile`, Cursor's `autoApprove`, a typo): said
+  // once at start and after each edit, never silently ignored.
+  for (const warning of mcpConfig.current().warnings) logger.warn({}, `MCP config: ${warning}`);
   // Servers with `auth: { type: "oauth" }` act for each user; their tokens live in the sealed store
   // the API's callback route also writes to.
   // With POSTGRES_URL the store is PostgreSQL, shared by workers and API replicas on other machines.

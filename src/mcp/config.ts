@@ -296,12 +296,14 @@ function isHttpUrl(value: string): boolean {
 function describeJsonError(text: string, error: unknown): string {
   const message = error instanceof Error ? error.message : '';
   const match = /position (\d+)/.exec(message);
-  if (!match) return 'invalid JSON';
-  const offset = Number(match[1]);
+  // A file cut short has no position in the message: its end is where it went wrong.
+  const truncated = !match && /end of JSON input/i.test(message);
+  if (!match && !truncated) return 'invalid JSON';
+  const offset = match ? Number(match[1]) : text.length;
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
   const column = offset - before.lastIndexOf('\n');
-  return `invalid JSON at line ${line}, column ${column}`;
+  return `invalid JSON at line ${line}, column ${column}${truncated ? ' (the file ends before the JSON does: is it cut short?)' : ''}`;
 }
 
 /** Reads, parses, validates and resolves a config file. Throws `McpConfigError`. */

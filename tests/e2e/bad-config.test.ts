@@ -42,6 +42,14 @@ test.each([
   expect(output).not.toMatch(/\n\s+at /);
 });
 
+test('worker: fields it does not know are said at start, not silently ignored', async () => {
+  const config = file('mcp-unknown-fields.json', JSON.stringify({ mcpServers: { notes: { command: 'node', args: ['-e', ''], autoApprove: ['x'], envFile: '.env' } } }));
+  // No Temporal at 127.0.0.1:9: the worker stops after reading its config, which is all this needs.
+  const { output } = await run('src/worker.js', { MCP_CONFIG: config });
+  expect(output).toMatch(/mcpServers\.notes\.autoApprove: unknown field, ignored/);
+  expect(output).toMatch(/mcpServers\.notes\.envFile: unknown field, ignored/);
+});
+
 test('worker: a bad environment variable is named', async () => {
   const { code, output } = await run('src/worker.js', { LLM_BASE_URL: 'not a url' });
   expect(code).toBe(2);

@@ -283,6 +283,11 @@ describe('loadMcpConfig', () => {
     expect(message).not.toContain('sup3rs3cret');
   });
 
+  it('gives the position of a file cut short (its end)', () => {
+    const cut = writeConfig('cut.json', '{\n  "mcpServers": {\n    "a":');
+    expect(configError(() => loadMcpConfig(cut, {}))).toBe(`${cut}: invalid JSON at line 3, column 9 (the file ends before the JSON does: is it cut short?)`);
+  });
+
   it('labels messages with the path it was given', () => {
     const file = writeConfig('mcp.json', { mcpServers: { notes: { args: [] } } });
     const relative = path.relative(process.cwd(), file);
