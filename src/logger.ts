@@ -69,6 +69,12 @@ type TemporalMeta = Record<string | symbol, unknown>;
 const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
 
 /**
+ * Warnings of the SDK that report an outcome the host asked for: an activity's completion arriving
+ * after its turn was cancelled (or ended) finds no activity to complete. Logged at debug.
+ */
+const EXPECTED = [/Activity not found on completion/i];
+
+/**
  * The Temporal SDK's logger (Runtime.install) on top of ours: the SDK's own messages, workflow `log`
  * calls (with workflowId, which is the turn id for turns) and activity logs come out as the same pino
  * JSON lines as everything else.
@@ -85,7 +91,7 @@ export function temporalLogger(logger: Logger): {
   const log = (level: TemporalLevel, message: string, meta?: TemporalMeta): void => {
     // Symbol keys (the SDK's internal timestamp) are not data.
     const fields = meta ? Object.fromEntries(Object.entries(meta)) : {};
-    sdk[PINO_LEVEL[level] ?? 'info'](fields, message);
+    sdk[PINO_LEVEL[EXPECTED.some((m) => m.test(message)) && level === 'WARN' ? 'DEBUG' : level] ?? 'info'](fields, message);
   };
   return {
     log,

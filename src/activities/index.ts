@@ -1,4 +1,5 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
@@ -366,8 +367,16 @@ export function createActivities(deps: ActivityDeps) {
           detail: 'refused' in result ? result.refused : `${result.tokens} tokens`,
         });
       }, { server: input.server, session: elicitation });
+      // An expected outcome (decision 0011), not a failure of anything: BENIGN keeps it out of the
+      // worker's warnings and failure metrics.
       const inputRequired = (asked: InputAsked) =>
-        ApplicationFailure.create({ type: Failure.McpInputRequired, message: `${input.server} asks the user: ${asked.message}`, nonRetryable: true, details: [asked] });
+        ApplicationFailure.create({
+          type: Failure.McpInputRequired,
+          message: `${input.server} asks the user: ${asked.message}`,
+          nonRetryable: true,
+          details: [asked],
+          category: ApplicationFailureCategory.BENIGN,
+        });
       return await withHeartbeats(async (beat) => {
         try {
           const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;

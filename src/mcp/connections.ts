@@ -48,6 +48,9 @@ export interface ConnectionsOptions {
   openSession?: OpenSession;
 }
 
+/** How often a server that keeps failing the same way is reported at warn level again. */
+const REPEAT_WARNING_MS = 5 * 60 * 1000;
+
 export class Connections {
   readonly logger: HubLogger;
   private readonly open = new Set<Connection>();
@@ -124,6 +127,8 @@ export class Connections {
             }
             slot.conn = conn;
             slot.lastFailure = undefined;
+            if (slot.warned) this.logger.info({ server: slot.cfg.name, failedConnects: slot.warned.repeats + 1 }, 'MCP server reachable again');
+            slot.warned = undefined;
             return conn;
           },
           (error: unknown) => {
@@ -132,10 +137,19 @@ export class Connections {
             const reason = safeReason(describeCause(error), slot.secrets);
             slot.lastFailure = { at: Date.now(), reason };
             const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
-            this.logger.warn(
-              { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) },
-              `MCP server unavailable: ${describeServer(slot.cfg)}`,
-            );
+            // Said once at warn, again only when the reason changes or every REPEAT_WARNING_MS; the
+            // connects in between (every catalog refresh and call tries) go to debug.
+            const now = Date.now();
+            const repeat = slot.warned?.reason === reason && now - slot.warned.at < REPEAT_WARNING_MS;
+            const fields = { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) };
+            if (repeat && slot.warned) {
+              slot.warned.repeats++;
+              this.logger.debug(fields, `MCP server still unavailable: ${describeServer(slot.cfg)}`);
+            } else {
+              const since = slot.warned?.reason === reason ? { failedConnectsSinceLastWarning: slot.warned.repeats } : {};
+              this.logger.warn({ ...fields, ...since }, `MCP server unavailable: ${describeServer(slot.cfg)}`);
+              slot.warned = { at: now, reason, repeats: 0 };
+            }
             throw this.transient(slot, `unavailable: ${reason}`);
           },
         )

@@ -68,6 +68,8 @@ export interface Slot {
   /** Shared by concurrent first uses; cleared when settled, so a failure is never cached. */
   connecting?: Promise<Connection>;
   lastFailure?: { at: number; reason: string };
+  /** The failure last said at warn level, and how many connects failed the same way since (said at debug). */
+  warned?: { at: number; reason: string; repeats: number };
   /** For `transport: auto`: the HTTP transport that worked, so reconnects skip the probing. */
   httpKind?: 'streamable-http' | 'sse';
   /** The stdio child's last stderr lines: the best clue when it dies. */

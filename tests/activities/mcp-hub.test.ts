@@ -342,7 +342,8 @@ describe('McpServerHub', () => {
 
   it('rejects with McpTransientError for an unreachable server, failing fast right after a failure', async () => {
     const attempts = (): number =>
-      logger.lines.filter((l) => l.msg.startsWith('MCP server unavailable') && (l.obj as { server?: string }).server === 'down').length;
+      // A failed connect is logged at warn the first time and at debug while it fails the same way.
+      logger.lines.filter((l) => /^MCP server (still )?unavailable/.test(l.msg) && (l.obj as { server?: string }).server === 'down').length;
     await new Promise((r) => setTimeout(r, 550)); // out of the fail-fast window of earlier tests
     const before = attempts();
     const first = await rejection(hub.callTool({ server: 'down', tool: 'x', arguments: {} }));
@@ -583,6 +584,19 @@ describe('McpServerHub', () => {
     expect(statuses['nocwd']?.error).toMatch(/working directory does not exist/);
     const warn = log.lines.find((l) => l.level === 'warn' && (l.obj as { server?: string }).server === 'exits');
     expect(JSON.stringify(warn?.obj)).toContain('boom: no API key');
+    await h.close();
+  });
+
+  it('a server that keeps failing the same way is warned about once; the retries in between go to debug', async () => {
+    const log = new CapturingLogger();
+    const h = newHub(makeConfig({ nocmd: { command: 'definitely-not-a-command-4711' } }), log);
+    const about = (level: string) => log.lines.filter((l) => l.level === level && (l.obj as { server?: string }).server === 'nocmd');
+    // Every status() past the fail-fast window tries to connect again, as catalog refreshes do.
+    await waitFor('three failed reconnects', () => {
+      void h.status();
+      return about('debug').filter((l) => l.msg.startsWith('MCP server still unavailable')).length >= 3;
+    }, 30_000);
+    expect(about('warn').filter((l) => l.msg.startsWith('MCP server unavailable'))).toHaveLength(1);
     await h.close();
   });
 
