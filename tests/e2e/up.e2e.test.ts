@@ -61,7 +61,10 @@ test('one JSON stream from every process; a clean start and a clean Ctrl-C, leav
   }
   expect(atStart.filter((l) => l.level >= 40).map((l) => `${l.name}: ${l.msg}`)).toEqual([]);
   const ready = atStart.find((l) => l.msg === 'Durable MCP host is up') as Line;
-  expect(ready).toMatchObject({ name: 'up', api: apiUrl, console: `${apiUrl}/console/` });
+  expect(ready).toMatchObject({ name: 'up', api: apiUrl, console: `${apiUrl}/console/`, mcp: `${apiUrl}/mcp` });
+  // A quiet start: the banner is not buried (issue 27 §4 asks for fewer than 15 other lines).
+  const beforeBanner = atStart.slice(0, atStart.indexOf(ready));
+  expect(beforeBanner.length).toBeLessThan(15);
 
   // Used for a turn first, as a person would before pressing Ctrl-C.
   const secret = readFileSync(path.join(dir, 'data', 'dev-jwt-secret'), 'utf8').trim();
