@@ -10,7 +10,8 @@ import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { postgresAuditStore } from './audit/pg-store';
-import { ConfigError, loadEnvConfig, oauthRedirectUrl } from './config';
+import { ConfigError, loadEnvConfig, loadPayloadKeyring, oauthRedirectUrl } from './config';
+import { dataConverterFor } from './security/payload-codec';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
 import { probeModels } from './llm/probe';
@@ -156,6 +157,9 @@ async function main(): Promise<void> {
     : undefined;
   const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT, sdkMetrics) : undefined;
 
+  // Histories hold users' text and tool results: with keys configured, sealed before they leave the
+  // worker (docs/decisions/0019-payload-encryption.md). The same converter for the worker and its client.
+  const dataConverter = dataConverterFor(loadPayloadKeyring(env));
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;
   let stopping = false;
@@ -165,11 +169,12 @@ async function main(): Promise<void> {
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
         : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: workflowInterceptorModules(tracing.enabled) } };
     const traced = tracingWorkerOptions(tracing);
-    const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+    const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
     const sessionLink = createSessionLink(client);
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
+      dataConverter,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
       interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor] },

@@ -2,7 +2,8 @@
 import { tracing } from '../telemetry/register-api';
 import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import { ConfigError, loadEnvConfig, loadHostConfig, turnSettingsFrom } from '../config';
+import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, turnSettingsFrom } from '../config';
+import { createPayloadCodec } from '../security/payload-codec';
 import { reloadableFile, reloadOnSighup } from '../config/reload';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
@@ -48,9 +49,18 @@ async function main(): Promise<void> {
   const auth = createAuthenticator(loadAuthConfig(env));
   const policy = reloadableFile({ file: env.POLICY_FILE, what: 'policy', load: loadPolicyFile, logger, pollMs: env.CONFIG_POLL_MS });
   const stopReloading = reloadOnSighup([host, policy]);
+  // With payload keys, what the API sends to workflows (users' text) is sealed and what it reads back
+  // opened (docs/decisions/0019-payload-encryption.md); the codec server serves the same codec.
+  const keyring = loadPayloadKeyring(env);
+  const codec = keyring ? createPayloadCodec(keyring) : undefined;
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
   // Starts, updates, signals and queries carry the request's trace to the workflows (their headers).
-  const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
+  const client = new Client({
+    connection,
+    namespace: env.TEMPORAL_NAMESPACE,
+    interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+  });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
   const liveHub = createLiveTextHub();
