@@ -17,9 +17,11 @@ export class PayloadKeyError extends Error {
 /** Parses `id:base64key` entries; `source` names where they came from in error messages. */
 export function parsePayloadKeys(text: string, source: string): PayloadKey[] {
   const entries = text
-    .split(/[,\n]/)
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('#'))
+    .flatMap((line) => line.split(','))
     .map((e) => e.trim())
-    .filter((e) => e !== '' && !e.startsWith('#'));
+    .filter((e) => e !== '');
   if (!entries.length) throw new PayloadKeyError(`${source}: no keys (expected id:base64key entries, the first one encrypting)`);
   const keys: PayloadKey[] = [];
   entries.forEach((entry, i) => {

@@ -77,7 +77,7 @@ describe('payload keys in the environment', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'dmh-keys-'));
     try {
       const file = path.join(dir, 'keys');
-      writeFileSync(file, `# rotated 2026-07\nb:${k()}\na:${k()}\n`);
+      writeFileSync(file, `# rotated 2026-07, a: kept for old histories\nb:${k()}\na:${k()}\n`);
       expect(loadPayloadKeyring(loadEnvConfig({ PAYLOAD_KEY_FILE: file }))?.keys.map((x) => x.id)).toEqual(['b', 'a']);
       expect(() => loadPayloadKeyring({ PAYLOAD_KEY_FILE: path.join(dir, 'missing') })).toThrow(ConfigError);
     } finally {
