@@ -45,6 +45,9 @@ const PREBUILT_BUNDLE = path.join(__dirname, tracing.enabled ? PREBUILT_BUNDLES.
 
 async function main(): Promise<void> {
   const env = loadEnvConfig();
+  // Histories hold users' text and tool results: with keys configured, sealed before they leave the
+  // worker (docs/decisions/0019-payload-encryption.md). The same converter for the worker and its client.
+  const dataConverter = dataConverterFor(loadPayloadKeyring(env));
   const logger = createLogger('worker', env.LOG_LEVEL);
   // One log stream: the SDK's messages (its native core's too) and workflow and activity logs go
   // through pino like the worker's own.
@@ -157,9 +160,6 @@ async function main(): Promise<void> {
     : undefined;
   const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT, sdkMetrics) : undefined;
 
-  // Histories hold users' text and tool results: with keys configured, sealed before they leave the
-  // worker (docs/decisions/0019-payload-encryption.md). The same converter for the worker and its client.
-  const dataConverter = dataConverterFor(loadPayloadKeyring(env));
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;
   let stopping = false;

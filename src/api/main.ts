@@ -42,6 +42,10 @@ async function within<T>(promise: Promise<T>, ms: number, message: string): Prom
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
   const env = loadEnvConfig();
+  // With payload keys, what the API sends to workflows (users' text) is sealed and what it reads back
+  // opened (docs/decisions/0019-payload-encryption.md); the codec server serves the same codec.
+  const keyring = loadPayloadKeyring(env);
+  const codec = keyring ? createPayloadCodec(keyring) : undefined;
   const logger = createLogger('api', env.LOG_LEVEL);
   // Edits to the host config and the policy apply to the next request without a restart; an edit
   // that does not load keeps the last good version (and the log says why).
@@ -49,10 +53,6 @@ async function main(): Promise<void> {
   const auth = createAuthenticator(loadAuthConfig(env));
   const policy = reloadableFile({ file: env.POLICY_FILE, what: 'policy', load: loadPolicyFile, logger, pollMs: env.CONFIG_POLL_MS });
   const stopReloading = reloadOnSighup([host, policy]);
-  // With payload keys, what the API sends to workflows (users' text) is sealed and what it reads back
-  // opened (docs/decisions/0019-payload-encryption.md); the codec server serves the same codec.
-  const keyring = loadPayloadKeyring(env);
-  const codec = keyring ? createPayloadCodec(keyring) : undefined;
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
   // Starts, updates, signals and queries carry the request's trace to the workflows (their headers).
   const client = new Client({
