@@ -29,7 +29,7 @@ import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
 import { freePort } from './cli/processes';
-import { PREBUILT_BUNDLES, tracingWorkerOptions, workflowInterceptorModules, WORKFLOWS_PATH } from './cli/workflow-bundle';
+import { FAILURE_CONVERTER_PATH, PREBUILT_BUNDLES, tracingWorkerOptions, workflowInterceptorModules, WORKFLOWS_PATH } from './cli/workflow-bundle';
 import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const env = loadEnvConfig();
   // Histories hold users' text and tool results: with keys configured, sealed before they leave the
   // worker (docs/decisions/0019-payload-encryption.md). The same converter for the worker and its client.
-  const dataConverter = dataConverterFor(loadPayloadKeyring(env));
+  const dataConverter = { ...dataConverterFor(loadPayloadKeyring(env)), failureConverterPath: FAILURE_CONVERTER_PATH };
   const logger = createLogger('worker', env.LOG_LEVEL);
   // One log stream: the SDK's messages (its native core's too) and workflow and activity logs go
   // through pino like the worker's own.
