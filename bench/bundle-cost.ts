@@ -13,6 +13,8 @@ import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { freePort, spawnManaged, startTemporalDevServer } from '../src/cli/processes';
 import { cpuMs, runConcurrent, table } from './lib/stats';
+import { loadPayloadKeyring } from '../src/config';
+import { dataConverterFor } from '../src/security/payload-codec';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -41,7 +43,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'bundle-cost-'));
   const server = await startTemporalDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort() });
   const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  // With PAYLOAD_KEYS set, payloads are sealed as in production (the worker has the same keys).
+  const client = new Client({ connection, dataConverter: dataConverterFor(loadPayloadKeyring(process.env)) });
   const rows: string[][] = [];
   try {
     for (const [i, bundle] of bundles.entries()) {

@@ -92,7 +92,13 @@ async function main(): Promise<void> {
   }
 
   log(`starting Temporal (${opts.temporal === 'cluster' ? 'the full server on PostgreSQL' : 'dev server'}), worker, demo model and API (startSystem)`);
-  const sys = await startSystem({ rules: benchRules(), ...(opts.temporal === 'cluster' ? { temporal: startTemporalCluster } : {}) });
+  // PAYLOAD_KEYS in the environment: the host (and the floor, bench/floor/worker.ts) seal payloads.
+  if (process.env.PAYLOAD_KEYS) log('payloads sealed with PAYLOAD_KEYS (the floor worker has them too)');
+  const sys = await startSystem({
+    rules: benchRules(),
+    ...(opts.temporal === 'cluster' ? { temporal: startTemporalCluster } : {}),
+    ...(process.env.PAYLOAD_KEYS ? { payloadKeys: process.env.PAYLOAD_KEYS } : {}),
+  });
   cleanups.push(() => sys.stop());
   // Temporal's floor runs beside the project on the same dev server, in a worker process of its own.
   const floorWorker = await spawnManaged('floor-worker', process.execPath, [path.join(__dirname, 'floor', 'worker.js'), sys.temporal.address, FLOOR_TASK_QUEUE], {

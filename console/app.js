@@ -478,7 +478,14 @@ function App() {
   useEffect(() => {
     fetch('/console/config.json').then((r) => r.json()).then(setConfig, () => undefined);
   }, []);
+  // With payload encryption, an operator's sign-in also lets the Temporal UI read decoded payloads
+  // through the API's codec server (an HttpOnly cookie for /v1/codec; 403 or 404 otherwise, ignored).
+  useEffect(() => {
+    if (token) fetch('/v1/codec/session', { method: 'POST', headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+  }, [token]);
   const signOut = useCallback((why) => {
+    const old = sessionStorage.getItem(TOKEN_KEY);
+    if (old) fetch('/v1/codec/session', { method: 'DELETE', headers: { authorization: `Bearer ${old}` } }).catch(() => undefined);
     sessionStorage.removeItem(TOKEN_KEY);
     setToken(null);
     setReason(typeof why === 'string' ? why : null);

@@ -10,7 +10,8 @@ import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { postgresAuditStore } from './audit/pg-store';
-import { ConfigError, loadEnvConfig, oauthRedirectUrl } from './config';
+import { ConfigError, loadEnvConfig, loadPayloadKeyring, oauthRedirectUrl } from './config';
+import { dataConverterFor } from './security/payload-codec';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
 import { probeModels } from './llm/probe';
@@ -28,7 +29,7 @@ import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
 import { freePort } from './cli/processes';
-import { PREBUILT_BUNDLES, tracingWorkerOptions, workflowInterceptorModules, WORKFLOWS_PATH } from './cli/workflow-bundle';
+import { FAILURE_CONVERTER_PATH, PREBUILT_BUNDLES, tracingWorkerOptions, workflowInterceptorModules, WORKFLOWS_PATH } from './cli/workflow-bundle';
 import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
@@ -44,6 +45,9 @@ const PREBUILT_BUNDLE = path.join(__dirname, tracing.enabled ? PREBUILT_BUNDLES.
 
 async function main(): Promise<void> {
   const env = loadEnvConfig();
+  // Histories hold users' text and tool results: with keys configured, sealed before they leave the
+  // worker (docs/decisions/0019-payload-encryption.md). The same converter for the worker and its client.
+  const dataConverter = { ...dataConverterFor(loadPayloadKeyring(env)), failureConverterPath: FAILURE_CONVERTER_PATH };
   const logger = createLogger('worker', env.LOG_LEVEL);
   // One log stream: the SDK's messages (its native core's too) and workflow and activity logs go
   // through pino like the worker's own.
@@ -169,11 +173,12 @@ async function main(): Promise<void> {
         ? { workflowBundle: { codePath: PREBUILT_BUNDLE } }
         : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: workflowInterceptorModules(tracing.enabled) } };
     const traced = tracingWorkerOptions(tracing);
-    const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+    const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
     const sessionLink = createSessionLink(client);
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
+      dataConverter,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
       interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor] },

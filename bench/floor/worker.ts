@@ -4,13 +4,17 @@
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { FloorActivities } from './workflows';
+import { loadPayloadKeyring } from '../../src/config';
+import { dataConverterFor } from '../../src/security/payload-codec';
 
 async function main(): Promise<void> {
   const [address, taskQueue] = process.argv.slice(2);
   if (!address || !taskQueue) throw new Error('usage: node dist/bench/floor/worker.js <temporal address> <task queue>');
   const connection = await NativeConnection.connect({ address });
   const activities: FloorActivities = { noop: async () => undefined };
-  const worker = await Worker.create({ connection, taskQueue, workflowsPath: require.resolve('./workflows'), activities });
+  // With PAYLOAD_KEYS, the floor pays for the same codec as the host (its client seals what it starts).
+  const dataConverter = dataConverterFor(loadPayloadKeyring(process.env));
+  const worker = await Worker.create({ connection, taskQueue, workflowsPath: require.resolve('./workflows'), activities, dataConverter });
   process.stdout.write('FLOOR_WORKER_READY\n');
   await worker.run();
   await connection.close();

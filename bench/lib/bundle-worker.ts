@@ -5,6 +5,8 @@
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { tracingWorkerOptions } from '../../src/cli/workflow-bundle';
+import { loadPayloadKeyring } from '../../src/config';
+import { dataConverterFor } from '../../src/security/payload-codec';
 
 async function main(): Promise<void> {
   const [address, taskQueue, bundle] = process.argv.slice(2);
@@ -14,6 +16,8 @@ async function main(): Promise<void> {
     connection,
     taskQueue,
     workflowBundle: { codePath: bundle },
+    // PAYLOAD_KEYS from the environment, as bundle-cost.ts's client has them.
+    dataConverter: dataConverterFor(loadPayloadKeyring(process.env)),
     // The bundle's tracing interceptors export through this sink (a no-op here).
     sinks: tracingWorkerOptions().sinks,
     activities: { listCatalog: async () => ({ tools: [], servers: [] }) },

@@ -32,6 +32,7 @@ import { usageRoutes } from './routes/usage';
 import type { UsageLedger } from '../usage/ledger';
 import type { HostConfig } from '../config';
 import { mcpRoutes } from './mcp-server/route';
+import { CODEC_COOKIE_ROUTES, codecCookieOf, type CodecRouteOptions, codecRoutes } from './routes/codec';
 import './caller';
 
 export interface Authenticator {
@@ -80,6 +81,11 @@ export interface AppDeps {
   usage?: { ledger: UsageLedger; config: () => Pick<HostConfig, 'budgets' | 'prices'> };
   /** The host as an MCP server at /mcp (./mcp-server/route.ts); absent: not served. */
   mcp?: McpEndpointOptions;
+  /**
+   * The codec server at /v1/codec for operators' Temporal UI (./routes/codec.ts): the payload codec
+   * of the API's Temporal client, its namespace and the UI's origins. Absent (no payload keys): not served.
+   */
+  codec?: Omit<CodecRouteOptions, 'policy'>;
 }
 
 export interface McpEndpointOptions {
@@ -166,7 +172,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // ?access_token (redacted from request logs).
     const queryToken = (request.query as { access_token?: unknown } | undefined)?.access_token;
     const fromQuery = QUERY_TOKEN_ROUTES.has(request.routeOptions.url ?? '') && !request.headers.authorization && typeof queryToken === 'string';
-    request.user = await deps.auth.authenticate(fromQuery ? `Bearer ${queryToken}` : request.headers.authorization);
+    // The Temporal UI calls the codec server with cookies, not headers (./routes/codec.ts).
+    const cookieToken = CODEC_COOKIE_ROUTES.has(request.routeOptions.url ?? '') && !request.headers.authorization ? codecCookieOf(request.headers.cookie) : undefined;
+    const header = fromQuery ? `Bearer ${queryToken}` : cookieToken ? `Bearer ${cookieToken}` : request.headers.authorization;
+    request.user = await deps.auth.authenticate(header);
   });
   // After authentication: lines about a turn or session name it and the caller.
   app.addHook('onRequest', logContextHook);
@@ -215,6 +224,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
   }
   if (deps.console) await app.register(consoleRoutes, deps.console);
+  if (deps.codec) await app.register(codecRoutes, { ...deps.codec, policy: deps.policy });
   if (deps.oauthStore) {
     const gateway = deps.gateway;
     await app.register(oauthCallbackRoutes, {

@@ -251,7 +251,8 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
           args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           typedSearchAttributes: searchAttributes,
-          staticSummary: `Turn of session ${sessionId}: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
+          // Ids only: summaries stay in clear when payloads are encrypted (docs/decisions/0019).
+          staticSummary: `Turn ${turnId} of session ${sessionId}`,
         });
       if (!result.created) {
         // The session knows this message already (a retried request): its turn exists, or existed. One

@@ -2,7 +2,8 @@
 import { tracing } from '../telemetry/register-api';
 import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import { ConfigError, loadEnvConfig, loadHostConfig, turnSettingsFrom } from '../config';
+import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, turnSettingsFrom } from '../config';
+import { createPayloadCodec } from '../security/payload-codec';
 import { reloadableFile, reloadOnSighup } from '../config/reload';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
@@ -41,6 +42,10 @@ async function within<T>(promise: Promise<T>, ms: number, message: string): Prom
 /** The one file that calls listen(). */
 async function main(): Promise<void> {
   const env = loadEnvConfig();
+  // With payload keys, what the API sends to workflows (users' text) is sealed and what it reads back
+  // opened (docs/decisions/0019-payload-encryption.md); the codec server serves the same codec.
+  const keyring = loadPayloadKeyring(env);
+  const codec = keyring ? createPayloadCodec(keyring) : undefined;
   const logger = createLogger('api', env.LOG_LEVEL);
   // Edits to the host config and the policy apply to the next request without a restart; an edit
   // that does not load keeps the last good version (and the log says why).
@@ -50,7 +55,12 @@ async function main(): Promise<void> {
   const stopReloading = reloadOnSighup([host, policy]);
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
   // Starts, updates, signals and queries carry the request's trace to the workflows (their headers).
-  const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
+  const client = new Client({
+    connection,
+    namespace: env.TEMPORAL_NAMESPACE,
+    interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+  });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
   const liveHub = createLiveTextHub();
@@ -106,6 +116,8 @@ async function main(): Promise<void> {
           },
         }
       : {}),
+    // Operators' Temporal UI reads decoded payloads here (docs/decisions/0019-payload-encryption.md).
+    ...(codec ? { codec: { codec, namespace: env.TEMPORAL_NAMESPACE, uiOrigins: env.TEMPORAL_UI_URL ? [new URL(env.TEMPORAL_UI_URL).origin] : [] } } : {}),
     ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks) } : {}) } } : {}),
   });
 

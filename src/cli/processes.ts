@@ -200,6 +200,8 @@ export async function startTemporalDevServer(opts: {
    * the server warn that they exist; the API registers any that are missing anyway.
    */
   searchAttributes?: boolean;
+  /** The web UI's remote codec endpoint (the API's codec server), so it shows payloads decoded. */
+  uiCodecEndpoint?: string;
 }): Promise<TemporalDevServer> {
   const host = opts.host ?? '127.0.0.1';
   const args = [
@@ -212,6 +214,7 @@ export async function startTemporalDevServer(opts: {
     ...(opts.logFormat ? ['--log-format', opts.logFormat] : []),
     ...Object.entries(opts.dynamicConfig ?? DEV_SERVER_DYNAMIC_CONFIG).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
     ...(opts.uiPort ? ['--ui-port', String(opts.uiPort)] : ['--headless']),
+    ...(opts.uiPort && opts.uiCodecEndpoint ? ['--ui-codec-endpoint', opts.uiCodecEndpoint] : []),
   ];
   const { proc } = await spawnManaged('temporal', opts.cli, args, { onLine: opts.onLine });
   try {

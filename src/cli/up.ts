@@ -3,7 +3,7 @@ import { createSupervisorLog } from './supervisor-log';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadEnvConfig, loadHostConfig } from '../config';
+import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring } from '../config';
 import { crossCheck } from '../config/cross-check';
 import { localHostConfig, localPolicy, localPolicyWarning } from '../config/local-mode';
 import { loadPolicyFile, PolicyError } from '../config/policy';
@@ -196,6 +196,17 @@ async function main(): Promise<void> {
       { variable: 'API_PORT', port: envPort('API_PORT', 3000), what: 'API', host: apiHost },
     ]);
 
+    // Payloads are sealed when keys are configured (off by default here: a newcomer's Temporal UI would
+    // show ciphertext until they sign in); the dev UI then reads them decoded through the API's codec
+    // server (docs/decisions/0019-payload-encryption.md).
+    const keyring = loadPayloadKeyring({ PAYLOAD_KEYS: env.PAYLOAD_KEYS || undefined, PAYLOAD_KEY_FILE: env.PAYLOAD_KEY_FILE || undefined });
+    const apiPortForCodec = envPort('API_PORT', 3000);
+    const loopback = apiHost === '0.0.0.0' || apiHost === '::' ? '127.0.0.1' : apiHost;
+    const codecEndpoint = keyring && apiPortForCodec !== 0 ? `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${apiPortForCodec}/v1/codec` : undefined;
+    const payloadNote = keyring
+      ? `Payloads: sealed under key ${keyring.keys[0]?.id ?? ''}; the Temporal UI decodes them through ${codecEndpoint ?? 'the API at /v1/codec'} for an admin signed in to the console (README: Payload encryption)`
+      : 'Payloads: stored in clear in Temporal (set PAYLOAD_KEYS to encrypt them; README: Payload encryption)';
+
     let uiUrl = 'n/a (external Temporal)';
     if (!env.TEMPORAL_ADDRESS) {
       const cli = env.TEMPORAL_CLI;
@@ -213,6 +224,7 @@ async function main(): Promise<void> {
         logLevel: (['debug', 'info', 'warn', 'error'] as const).find((l) => l === env.TEMPORAL_LOG_LEVEL) ?? 'error',
         port: envPort('TEMPORAL_PORT', 7233),
         uiPort: envPort('TEMPORAL_UI_PORT', 8233),
+        ...(codecEndpoint ? { uiCodecEndpoint: codecEndpoint } : {}),
         // Its own shutdown (after everything else stopped) is reported at debug level.
         onLine: log.child('temporal', () => stopping),
       });
@@ -322,6 +334,7 @@ async function main(): Promise<void> {
           `  Console:      ${apiUrl}/console/   (API docs: ${apiUrl}/docs)`,
           `  Temporal UI:  ${uiUrl}`,
           `  ${modelNote}`,
+          `  ${payloadNote}`,
           '',
           'Every /v1 call needs a token. Mint one for a demo role (admin, teacher, student):',
           '  TOKEN=$(npm run -s token -- --role admin)',
@@ -345,6 +358,7 @@ async function main(): Promise<void> {
         docs: `${apiUrl}/docs`,
         temporalUi: uiUrl,
         llm: modelNote,
+        payloads: payloadNote.replace(/^Payloads:\s+/, ''),
         token: 'TOKEN=$(npm run -s token -- --role admin)',
         try: tryCommand,
         mcp: `${apiUrl}/mcp`,

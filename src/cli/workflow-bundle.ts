@@ -24,7 +24,14 @@ const OTEL_WORKFLOW_INTERCEPTORS = [require.resolve('@temporalio/interceptors-op
 /** The workflow interceptor modules of a bundle with or without tracing. */
 export const workflowInterceptorModules = (traced = false) => [LOG_CONTEXT_MODULE, ...(traced ? OTEL_WORKFLOW_INTERCEPTORS : [])];
 
-export const workflowBundleOptions = (traced = false) => ({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: workflowInterceptorModules(traced) });
+/** Failure messages and stack traces as a payload the codec seals (../workflows/failure-converter.ts). */
+export const FAILURE_CONVERTER_PATH = require.resolve('../workflows/failure-converter');
+
+export const workflowBundleOptions = (traced = false) => ({
+  workflowsPath: WORKFLOWS_PATH,
+  workflowInterceptorModules: workflowInterceptorModules(traced),
+  failureConverterPath: FAILURE_CONVERTER_PATH,
+});
 
 /** File names of the prebuilt bundles, beside src/worker.js in dist/. */
 export const PREBUILT_BUNDLES = { plain: 'workflow-bundle.js', traced: 'workflow-bundle-traced.js' } as const;

@@ -7,6 +7,8 @@ import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
 import type { Policy } from '../shared/policy';
 import { placeholderProblems } from './placeholders';
+import type { PayloadKeyring } from '../security/payload-codec';
+import { PayloadKeyError, parsePayloadKeys, payloadKeyringFrom } from './payload-keys';
 
 /**
  * Every setting comes from the environment (and the files it names), is validated here once, and
@@ -135,6 +137,14 @@ const EnvSchema = z.object({
     .default('')
     .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o !== ''))
     .pipe(z.array(z.url({ protocol: /^https?$/, message: 'each entry must be an issuer URL such as https://auth.example.com' }))),
+  /**
+   * Worker, API and every Temporal client: payload encryption keys, `id:base64key` entries separated by
+   * commas, the first one encrypting, all of them decrypting (src/config/payload-keys.ts). Unset (and
+   * no PAYLOAD_KEY_FILE): payloads are stored in clear.
+   */
+  PAYLOAD_KEYS: optionalText,
+  /** The same keys from a file (one entry a line, `#` comments); one of the two, not both. */
+  PAYLOAD_KEY_FILE: optionalText,
   /** Worker: `off` bundles the workflow code at start instead of loading the prebuilt bundle (development). */
   WORKFLOW_BUNDLE: z.enum(['prebuilt', 'off']).default('prebuilt'),
 });
@@ -145,6 +155,16 @@ const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
   for (const { variable, message } of placeholderProblems(env)) ctx.addIssue({ code: 'custom', path: [variable], message });
   if (env.LLM_BASE_URL && !env.LLM_MODEL) {
     ctx.addIssue({ code: 'custom', path: ['LLM_MODEL'], message: `required when LLM_BASE_URL is set (the model to ask at ${env.LLM_BASE_URL})` });
+  }
+  if (env.PAYLOAD_KEYS && env.PAYLOAD_KEY_FILE) {
+    ctx.addIssue({ code: 'custom', path: ['PAYLOAD_KEY_FILE'], message: 'set PAYLOAD_KEYS or PAYLOAD_KEY_FILE, not both' });
+  } else if (env.PAYLOAD_KEYS) {
+    try {
+      parsePayloadKeys(env.PAYLOAD_KEYS, 'PAYLOAD_KEYS');
+    } catch (err) {
+      // The message names the entry or key id, never the key.
+      ctx.addIssue({ code: 'custom', path: ['PAYLOAD_KEYS'], message: (err as Error).message.replace(/^PAYLOAD_KEYS: /, '') });
+    }
   }
 });
 
@@ -246,6 +266,16 @@ export function loadEnvConfig(env: NodeJS.ProcessEnv = process.env): EnvConfig {
   const parsed = CheckedEnvSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(formatZodError('environment', parsed.error));
   return parsed.data;
+}
+
+/** The payload keys the environment configures (PAYLOAD_KEYS or PAYLOAD_KEY_FILE), or undefined: no encryption. */
+export function loadPayloadKeyring(env: Pick<EnvConfig, 'PAYLOAD_KEYS' | 'PAYLOAD_KEY_FILE'>): PayloadKeyring | undefined {
+  try {
+    return payloadKeyringFrom(env);
+  } catch (err) {
+    if (err instanceof PayloadKeyError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 export function loadHostConfig(file: string): HostConfig {

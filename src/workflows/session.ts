@@ -158,7 +158,9 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
           { key: UserIdKey, value: owner.id },
           { key: TenantIdKey, value: owner.tenant },
         ],
-        staticSummary: `Turn of session ${input.sessionId}: ${msg.text.length > 80 ? `${msg.text.slice(0, 80)}…` : msg.text}`,
+        // Summaries stay in clear when payloads are encrypted: ids only, never the user's text
+        // (docs/decisions/0019-payload-encryption.md).
+        staticSummary: `Turn ${msg.turnId} of session ${input.sessionId}`,
       }).catch((err: unknown) => {
         // The same Idempotency-Key from an earlier run of this session: that turn already exists.
         if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;

@@ -56,6 +56,17 @@ test('worker: a bad environment variable is named', async () => {
   expect(output).toMatch(/LLM_BASE_URL/);
 });
 
+test.each([
+  ['src/worker.js', { PAYLOAD_KEYS: 'k1:c2hvcnQta2V5LW9ubHktMTYtYg==' }, /PAYLOAD_KEYS: key "k1": must be 32 bytes/],
+  ['src/api/main.js', { PAYLOAD_KEY_FILE: '/nonexistent/dmh-payload-keys' }, /PAYLOAD_KEY_FILE: cannot read/],
+  ['src/cli/up.js', { PAYLOAD_KEYS: 'k1:c2hvcnQta2V5LW9ubHktMTYtYg==', TEMPORAL_ADDRESS: '' }, /PAYLOAD_KEYS: key \\?"k1\\?": must be 32 bytes/],
+] as const)('%s: bad payload keys stop it, named, the key never printed', async (entry, env, pattern) => {
+  const { code, output } = await run(entry, env);
+  expect(code).toBe(2);
+  expect(output).toMatch(pattern);
+  expect(output).not.toContain('c2hvcnQta2V5');
+});
+
 test('API: a bad host config is named', async () => {
   const { code, output } = await run('src/api/main.js', { HOST_CONFIG: file('host.json', JSON.stringify({ maxSteps: 0 })) });
   expect(code).toBe(2);

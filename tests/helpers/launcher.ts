@@ -18,7 +18,7 @@ export async function startLauncher(dataDir: string, env: NodeJS.ProcessEnv = {}
     PAYMENTS_PORT: String(await freePort()),
     API_PORT: String(await freePort()),
   };
-  for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL', 'LOG_FORMAT', 'LOG_LEVEL']) delete full[name];
+  for (const name of ['MCP_CONFIG', 'HOST_CONFIG', 'POLICY_FILE', 'LLM_BASE_URL', 'LLM_MODEL', 'JWT_SECRET', 'JWT_JWKS_URL', 'TEMPORAL_ADDRESS', 'PAYMENTS_SERVER_URL', 'LOG_FORMAT', 'LOG_LEVEL', 'PAYLOAD_KEYS', 'PAYLOAD_KEY_FILE']) delete full[name];
   const { proc, match } = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js'), ...args], {
     env: { ...full, ...env },
     cwd: ROOT,

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
@@ -20,6 +21,8 @@ import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Policy } from '../../src/shared/policy';
 import { SealedFileOAuthStore } from '../../src/security/oauth-store';
 import { loadPolicyFile } from '../../src/config/policy';
+import { parsePayloadKeys } from '../../src/config/payload-keys';
+import { createPayloadCodec } from '../../src/security/payload-codec';
 import { fileUsageLedger } from '../../src/usage/ledger';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
@@ -55,14 +58,14 @@ export async function startTemporal(dir: string): Promise<TemporalDevServer> {
   return await startTemporalDevServer({ cli: temporalCli(), dbFile: path.join(dir, 'temporal.db'), port: await freePort() });
 }
 
-export async function connectClient(address: string): Promise<Client> {
+export async function connectClient(address: string, dataConverter: DataConverter = {}): Promise<Client> {
   // The port opens a moment before the frontend serves; retry briefly.
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
       const connection = await Connection.connect({ address });
       // As the API connects (src/api/main.ts): starts, updates and signals carry the trace context.
-      const client = new Client({ connection, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
+      const client = new Client({ connection, dataConverter, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
       await client.workflowService.getSystemInfo({});
       await ensureSearchAttributes(client, 'default');
       return client;
@@ -87,6 +90,8 @@ export interface SystemOptions {
   /** Defaults to examples/policy.json. */
   policy?: Policy;
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
+  /** Payload keys (PAYLOAD_KEYS) of the worker and the API's client: histories are sealed. */
+  payloadKeys?: string;
   /** Seal key shared by the API and the worker (TOKEN_SEAL_KEY): user tokens travel sealed. */
   tokenSealKey?: string;
   /** Log the API at debug level into memory (`sys.apiLog()`), e.g. to scan it for secrets. */
@@ -153,7 +158,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
   try {
     const temporal = await (opts.temporal ?? startTemporal)(dir);
     cleanups.push(() => temporal.proc.stop());
-    const client = await connectClient(temporal.address);
+    const codec = opts.payloadKeys ? createPayloadCodec({ keys: parsePayloadKeys(opts.payloadKeys, 'payloadKeys') }) : undefined;
+    const client = await connectClient(temporal.address, codec ? { payloadCodecs: [codec] } : {});
     cleanups.push(() => client.connection.close());
 
     const rules = opts.rules ?? (JSON.parse((await import('node:fs')).readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules);
@@ -204,6 +210,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       // /healthz follows the workers' reports: often enough that a test sees a server go down at once.
       WORKER_REPORT_MS: '1000',
       ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
+      ...(opts.payloadKeys ? { PAYLOAD_KEYS: opts.payloadKeys } : {}),
       // OAuth-protected servers: the token store the API's callback route shares, and that route.
       OAUTH_STORE_DIR: path.join(dir, 'oauth'),
       OAUTH_REDIRECT_URL: `http://127.0.0.1:${apiPort}/v1/oauth/callback`,

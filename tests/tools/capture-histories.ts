@@ -16,15 +16,16 @@ import { ownerKey } from '../../src/api/gateway';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import { loadPolicyFile } from '../../src/config/policy';
 import type { Policy } from '../../src/shared/policy';
+import { parsePayloadKeys } from '../../src/config/payload-keys';
 
 const OUT = path.join(ROOT, 'tests', 'histories');
 
-async function save(sys: TestSystem, name: string, workflowId: string): Promise<void> {
+async function save(sys: TestSystem, name: string, workflowId: string, dir = OUT): Promise<void> {
   const handle = sys.client.workflow.getHandle(workflowId);
   // A stream's `done` is pushed while the turn's last workflow task still runs: wait for its close.
   if (workflowId.startsWith('turn-')) await handle.result().catch(() => undefined);
   const history = await handle.fetchHistory();
-  const file = path.join(OUT, `${name}.json`);
+  const file = path.join(dir, `${name}.json`);
   writeFileSync(file, `${JSON.stringify({ workflowId, history: JSON.parse(historyToJSON(history)) }, null, 1)}\n`);
   process.stdout.write(`wrote ${path.relative(ROOT, file)} (${history.events?.length ?? 0} events)\n`);
 }
@@ -369,7 +370,25 @@ async function captureTraced(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap]`: the groups to capture (default all). */
+/**
+ * A turn and its session with payloads sealed under the test key of tests/histories/sealed (as
+ * fetched: ciphertext), for the replay of encoded histories after a key rotation.
+ */
+async function captureSealed(): Promise<void> {
+  const dir = path.join(OUT, 'sealed');
+  const keys = readFileSync(path.join(dir, 'payload-keys.txt'), 'utf8');
+  const sys = await startSystem({ payloadKeys: parsePayloadKeys(keys, 'payload-keys.txt').map((k) => `${k.id}:${k.key.toString('base64')}`).join(',') });
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'sealed', 'remember that sealed histories replay after a rotation');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-sealed-two-servers', body.turnId, dir);
+    await save(sys, 'session-sealed', sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), 'sealed'), dir);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -388,6 +407,7 @@ async function all(): Promise<void> {
   if (want('sampling-approval')) await captureSamplingApproval();
   if (want('traced')) await captureTraced();
   if (want('overlap')) await captureOverlap();
+  if (want('sealed')) await captureSealed();
 }
 
 all().catch((err: unknown) => {

@@ -38,7 +38,8 @@ function exampleEnv(): Record<string, string> {
 function filledEnv(): Record<string, string> {
   const env = exampleEnv();
   for (const [k, v] of Object.entries(env)) if (v === '') env[k] = randomBytes(32).toString('hex');
-  return { ...env, LLM_BASE_URL: 'https://llm.example.com/v1', LLM_MODEL: 'some-model' };
+  // A payload key is an id and a 32-byte key in base64, not a plain secret.
+  return { ...env, PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`, LLM_BASE_URL: 'https://llm.example.com/v1', LLM_MODEL: 'some-model' };
 }
 
 /** The old example's values: still in operators' .env files. */
