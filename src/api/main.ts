@@ -106,7 +106,7 @@ async function main(): Promise<void> {
           },
         }
       : {}),
-    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks) } : {}) } } : {}),
+    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks), listening: bus.listening } : {}) } } : {}),
   });
 
   const shutdown = async () => {
