@@ -334,6 +334,19 @@ describe('durable events pushed through the hub', () => {
     expect(t.polls()).toBe(1);
   });
 
+  test('the hub says its source was interrupted (a bus reconnect): the follower reads the turn at once, not after quietPollMs', async () => {
+    const { t, c } = await followingStep1(60_000);
+    // Lost while the bus was deaf: no hole is visible, since nothing after it was pushed either.
+    t.push(hub, 'text', { text: 'Hi' }, 'lost');
+    t.push(hub, 'done', { status: 'completed' }, 'lost');
+    const told = Date.now();
+    hub.interrupted();
+    await c.done;
+    expect(Date.now() - told).toBeLessThan(1_000);
+    expect(c.items).toEqual(['e1:status:llm1', 'e2:text', 'e3:done', 'end:finished']);
+    expect(t.polls()).toBe(1);
+  });
+
   test('a hub that never saw the turn (another replica, a restart): the follower polls as before', async () => {
     const t = fakeTurn();
     t.emit('status', llm(1));
