@@ -233,6 +233,14 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
     const db = new Pool({ connectionString: pg.url, max: 1 });
     db.on('error', () => undefined);
     try {
+      // The turn's usage entry is appended after its `done` goes out: the chain is complete once it is there.
+      await waitFor(async () => {
+        const { rows } = await db.query<{ n: string }>(
+          "SELECT count(*) AS n FROM dmh_audit WHERE entry::jsonb->>'workflowId' = $1 AND entry::jsonb->>'kind' = 'turn_usage'",
+          [post.body.turnId as string],
+        );
+        return Number(rows[0]?.n ?? 0) >= 1 ? true : undefined;
+      }, 10_000, 50);
       const verified = await verifyAuditTable(db);
       expect(verified.ok).toBe(true);
       const { rows } = await db.query<{ entry: string }>('SELECT entry FROM dmh_audit ORDER BY seq');
