@@ -59,7 +59,7 @@ const EnvSchema = z.object({
    */
   LIVE_PUSH_URL: optionalText
     .transform((v) => (v === undefined ? undefined : v.split(',').map((u) => u.trim()).filter((u) => u !== '')))
-    .pipe(z.array(z.url({ message: 'each must be a URL such as http://127.0.0.1:3000/internal/live' })).min(1, 'must name at least one URL').optional()),
+    .pipe(z.array(z.url({ protocol: /^https?$/, message: 'each must be an http(s) URL such as http://127.0.0.1:3000/internal/live' })).min(1, 'must name at least one URL').optional()),
   /**
    * Worker: how live text and reports leave it. `bus`: published on PostgreSQL (POSTGRES_URL) itself,
    * which every API replica LISTENs to; `http`: POSTed to LIVE_PUSH_URL; `auto` (default): `bus` when

@@ -125,7 +125,7 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
     await finished(other.body.turnId as string, student);
   }, 60_000);
 
-  test('/healthz: every replica reports every worker (their reports go to the first replica only), and the same servers', async () => {
+  test('/healthz: every replica reports every worker (their reports go into the shared table, not to one replica), and the same servers', async () => {
     const expected = workers.map((w) => w.pid).sort();
     const pidsOf = (body: { workers: Array<{ worker: string }> }) => body.workers.map((w) => Number(w.worker.split('@')[0])).sort();
     for (const api of apis) {
