@@ -133,6 +133,13 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
       return;
     }
     pending.push(c);
+    // Text arriving proves the pushes arrive: the safety-net read waits for a quiet spell counted from
+    // now, at its shortest. Silence after text (its source died) is then found within quietPollMs,
+    // not after a back-off that grew during a long step.
+    if (pushing && (c.kind === 'progress' || c.step <= durableStep)) {
+      quiet = quietPollMs;
+      nextPollAt = Math.max(nextPollAt, Date.now() + quietPollMs);
+    }
     if (c.kind !== 'progress' && c.step > durableStep) {
       if (early.step !== c.step) early = { step: c.step, polls: 0 };
       if (pollSoon || early.polls >= MAX_EARLY_POLLS) return;
