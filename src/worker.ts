@@ -8,6 +8,8 @@ import { type ApprovalWaitEnd, type MetricsSinks, type SessionSinks, TenantIdKey
 import type { PushedTurn, TurnEvent } from './shared/turn';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
+import { busLiveTransport } from './live/pg-bus';
+import { postgresWorkerReports, type WorkerPhase } from './health/reports';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { postgresAuditStore } from './audit/pg-store';
 import { ConfigError, loadEnvConfig, loadPayloadKeyring, oauthRedirectUrl } from './config';
@@ -132,10 +134,18 @@ async function main(): Promise<void> {
   const stopReloading = reloadOnSighup([mcpConfig]);
   // Live text is a side channel to the API (no history event per token); without it, clients get
   // the final text only.
+  // With the replicas' PostgreSQL, on the bus itself: no replica stands between this worker and the
+  // others, so losing one costs no live text (docs/decisions/0020-live-text-without-a-single-target.md).
+  const viaBus = pool !== undefined && env.LIVE_VIA !== 'http';
   const live =
-    env.LIVE_PUSH_URL && env.LIVE_SECRET
-      ? createLivePublisher({ url: env.LIVE_PUSH_URL, secret: env.LIVE_SECRET, logger })
+    env.LIVE_SECRET && (viaBus || env.LIVE_PUSH_URL)
+      ? createLivePublisher({
+          ...(viaBus ? { transport: busLiveTransport({ pool }) } : { url: env.LIVE_PUSH_URL ?? [] }),
+          secret: env.LIVE_SECRET,
+          logger,
+        })
       : createNoopPublisher();
+  if (viaBus && env.LIVE_SECRET) logger.info({ via: 'postgres NOTIFY' }, 'live text and worker reports go to the shared bus');
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   if (env.AUDIT_STORE === 'postgres' && !pool) throw new ConfigError('environment: AUDIT_STORE: postgres needs POSTGRES_URL');
   const audit = new AuditLog(pool && env.AUDIT_STORE === 'postgres' ? await postgresAuditStore(pool) : env.AUDIT_LOG, { redaction });
@@ -162,7 +172,22 @@ async function main(): Promise<void> {
   const sdkMetrics = sdkMetricsPort
     ? async () => await (await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`, { signal: AbortSignal.timeout(2_000) })).text()
     : undefined;
-  const metricsServer = env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT, sdkMetrics) : undefined;
+  // What the worker is doing, for its reports to the API and its own health endpoint beside the metrics.
+  const configured = Object.keys(mcpConfig.current().mcpServers);
+  let phase: { phase: WorkerPhase; detail?: string } = {
+    phase: 'connecting',
+    detail: `connecting ${configured.length} MCP server${configured.length === 1 ? '' : 's'}${configured.length ? `: ${configured.join(', ')}` : ''}`,
+  };
+  let running: Pick<Worker, 'getState'> | undefined;
+  const health = {
+    ready() {
+      const temporal = running?.getState() ?? 'CONNECTING';
+      const ready = phase.phase === 'ready' && temporal === 'RUNNING';
+      return { ready, status: ready ? 'ready' : 'not_ready', ...phase, temporal, live: live.stats() };
+    },
+  };
+  const metricsServer =
+    env.WORKER_METRICS_PORT !== undefined ? await serveMetrics(metrics.registry, env.WORKER_METRICS_HOST, env.WORKER_METRICS_PORT, sdkMetrics, health) : undefined;
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;
@@ -241,14 +266,17 @@ async function main(): Promise<void> {
     });
     logger.info({ taskQueue: env.TASK_QUEUE, temporal: env.TEMPORAL_ADDRESS, servers: Object.keys(mcpConfig.current().mcpServers) }, 'worker started');
     // /healthz answers from these reports (src/health): the API never asks a worker through a workflow.
+    running = worker;
+    // With the shared bus, into the replicas' table directly, like live text.
+    const sharedReports = viaBus && pool ? await postgresWorkerReports(pool) : undefined;
     const reporter =
-      env.LIVE_PUSH_URL && env.LIVE_SECRET
+      env.LIVE_SECRET && (sharedReports || env.LIVE_PUSH_URL)
         ? startWorkerReporter({
-            url: reportUrlFrom(env.LIVE_PUSH_URL),
-            secret: env.LIVE_SECRET,
+            ...(sharedReports ? { deliver: (report) => sharedReports.record(report) } : { url: (env.LIVE_PUSH_URL ?? []).map(reportUrlFrom), secret: env.LIVE_SECRET }),
             worker: worker.options.identity,
             everyMs: env.WORKER_REPORT_MS,
             status: () => hub.status(),
+            phase: () => phase,
             logger,
           })
         : undefined;
@@ -259,12 +287,17 @@ async function main(): Promise<void> {
       (statuses) => {
         // Stopped before they were up (Ctrl-C right after start): closing them is not a failure.
         if (stopping) return;
+        // Health says so now, not at the next scheduled report.
+        phase = { phase: 'ready' };
+        void reporter?.reportNow();
         for (const s of statuses) {
           if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');
           else logger.info({ server: s.server, state: s.state, tools: s.toolCount }, 'MCP server ready');
         }
       },
       (err: unknown) => {
+        phase = { phase: 'ready' };
+        void reporter?.reportNow();
         if (!stopping) logger.warn({ err }, 'connecting MCP servers failed');
       },
     );

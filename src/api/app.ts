@@ -61,7 +61,13 @@ export interface AppDeps {
    * streams then carry text_delta / text_reset events besides the durable ones. `ingest` (several
    * replicas: the bus) takes pushed batches instead of `hub`; the push is answered once it resolves.
    */
-  live?: { hub: LiveTextHub; secret?: string; ingest?: (chunks: readonly LiveChunk[]) => Promise<void> };
+  live?: {
+    hub: LiveTextHub;
+    secret?: string;
+    ingest?: (chunks: readonly LiveChunk[]) => Promise<void>;
+    /** The bus's listening connection (with several replicas): GET /healthz/ready checks it. */
+    listening?: () => { ok: boolean; downSinceMs?: number };
+  };
   /** WebSocket heartbeats (GET /ws): ping interval and how long a silent socket may live. */
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
   /** Browser origins allowed to call the API from other origins (CORS); none: same origin only. */
@@ -188,6 +194,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     redactArguments: (args) => redact(args, redaction),
     ...(deps.limiters ? { limiters: deps.limiters } : {}),
     workerReports,
+    ...(deps.live?.listening ? { busListening: deps.live.listening } : {}),
     ...(deps.usage ? { usage: deps.usage } : {}),
     ...(deps.live
       ? {

@@ -364,8 +364,37 @@ export const Health = z.object({
     .object({ ok: z.boolean(), servers: z.array(ServerStatusSchema), error: z.string().optional() })
     .describe("Every MCP server over all workers' reports: `unavailable` if any reporting worker cannot use it."),
   workers: z
-    .array(z.object({ worker: z.string().describe("The worker's Temporal identity."), reportedAt: z.string(), servers: z.array(ServerStatusSchema) }))
+    .array(
+      z.object({
+        worker: z.string().describe("The worker's Temporal identity."),
+        reportedAt: z.string(),
+        servers: z.array(ServerStatusSchema),
+        phase: z.enum(['connecting', 'ready']).optional().describe('`connecting`: still opening its MCP servers (`servers` is empty, `detail` says what it does).'),
+        detail: z.string().optional(),
+      }),
+    )
     .describe('Each worker that reported in its last three intervals, with its own view of the servers.'),
+});
+
+const ReadinessCheck = z.object({ ok: z.boolean(), detail: z.string().optional() });
+export const Readiness = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  checks: z.object({
+    temporal: ReadinessCheck.describe('The Temporal frontend answers; one failed call is tolerated (`detail` says so), failures for 5 s are not.'),
+    bus: ReadinessCheck.optional().describe('With POSTGRES_URL: this replica LISTENs for live text (down for more than 1 s: not ready).'),
+    workers: ReadinessCheck.extend({ ready: z.number().int(), connecting: z.number().int() }).describe(
+      'Workers that reported within their interval: `ready` ones have connected their MCP servers; at least one is needed.',
+    ),
+  }),
+  pending: z.array(z.string()).describe('What is still missing, one sentence per check; empty when ready.'),
+  mcp: z
+    .object({ ok: z.boolean(), servers: z.array(ServerStatusSchema), error: z.string().optional() })
+    .describe("The MCP servers over all workers' reports: detail only, never a reason to be not ready."),
+});
+export const Liveness = z.object({
+  status: z.literal('live'),
+  uptimeSeconds: z.number().int(),
+  eventLoopDelayMs: z.number().int().describe('The longest event-loop delay since the previous ask.'),
 });
 
 // ---------------------------------------------------------------------------------------------

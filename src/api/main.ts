@@ -118,7 +118,7 @@ async function main(): Promise<void> {
       : {}),
     // Operators' Temporal UI reads decoded payloads here (docs/decisions/0019-payload-encryption.md).
     ...(codec ? { codec: { codec, namespace: env.TEMPORAL_NAMESPACE, uiOrigins: env.TEMPORAL_UI_URL ? [new URL(env.TEMPORAL_UI_URL).origin] : [] } } : {}),
-    ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks) } : {}) } } : {}),
+        ...(env.LIVE_SECRET ? { live: { hub: liveHub, secret: env.LIVE_SECRET, ...(bus ? { ingest: (chunks: readonly LiveChunk[]) => bus.publish(chunks), listening: bus.listening } : {}) } } : {}),
   });
 
   const shutdown = async () => {

@@ -27,6 +27,8 @@ import {
   EventsHeaders,
   EventsQuery,
   Health,
+  Liveness,
+  Readiness,
   MessageAccepted,
   InputBody,
   InputProvided,
@@ -390,11 +392,31 @@ export const routeSchemas = {
     operationId: 'healthz',
     summary: 'Health',
     description:
-      "For load balancers; no token needed, and it starts no workflow: the MCP part comes from the workers' periodic reports. `degraded` when an MCP server is down on some worker or no worker has reported.",
+      "For load balancers; no token needed, and it starts no workflow: the MCP part comes from the workers' periodic reports. `degraded` when an MCP server is down on some worker or no worker has reported (or all are still connecting their servers: `mcp.error` says so). A summary kept for compatibility: probes should use `/healthz/ready` and `/healthz/live`.",
     tags: ['health'],
     response: {
       200: { ...fromZod(Health), description: '`ok` or `degraded`.' },
       503: { ...fromZod(Health), description: '`down`: Temporal is unreachable.' },
+    },
+  },
+  healthzReady: {
+    operationId: 'healthzReady',
+    summary: 'Readiness',
+    description:
+      "For load balancers and orchestrators deciding whether to send traffic here; no token, no workflow. Ready when Temporal answers (one failed call is tolerated; failures for 5 s are not), this replica LISTENs on the live-text bus (with POSTGRES_URL) and at least one worker has reported within its interval with its MCP servers connected. `pending` says what is missing (e.g. a worker still connecting its servers); the MCP servers' states are detail only.",
+    tags: ['health'],
+    response: {
+      200: { ...fromZod(Readiness), description: '`ready`.' },
+      503: { ...fromZod(Readiness), description: '`not_ready`, with `pending`.' },
+    },
+  },
+  healthzLive: {
+    operationId: 'healthzLive',
+    summary: 'Liveness',
+    description: 'The process is up and its event loop turns (restart it when this stops answering). Checks nothing else, so a Temporal or database outage never gets a healthy replica restarted.',
+    tags: ['health'],
+    response: {
+      200: { ...fromZod(Liveness), description: '`live`.' },
     },
   },
   websocket: {

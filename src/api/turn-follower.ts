@@ -7,8 +7,9 @@
  * id order without asking Temporal. It reads the turn from the gateway (a workflow query) only when the
  * pushes cannot be trusted to be complete: before the hub has shown any event of the turn (another
  * replica's worker, a restarted API, no live channel), when the ids it holds have a hole (a lost push,
- * an event too large to carry), and after `quietPollMs` without news, as a safety net for a lost last
- * event. Ids are dense per turn, so a hole is always visible; the first copy of an id wins.
+ * an event too large to carry), at once when the hub says its source was interrupted (the bus's
+ * listening connection dropped or came back: pushes may be lost without a visible hole), and after
+ * `quietPollMs` without news, as a safety net for a lost last event. Ids are dense per turn, so a hole is always visible; the first copy of an id wins.
  *
  * Ordering: live text of step s is held until the durable `status` event `calling_llm` of step s has
  * been delivered, so a client never sees a step's text before the events that lead to it (the end of
@@ -132,6 +133,13 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
       return;
     }
     pending.push(c);
+    // Text arriving proves the pushes arrive: the safety-net read waits for a quiet spell counted from
+    // now, at its shortest. Silence after text (its source died) is then found within quietPollMs,
+    // not after a back-off that grew during a long step.
+    if (pushing && (c.kind === 'progress' || c.step <= durableStep)) {
+      quiet = quietPollMs;
+      nextPollAt = Math.max(nextPollAt, Date.now() + quietPollMs);
+    }
     if (c.kind !== 'progress' && c.step > durableStep) {
       if (early.step !== c.step) early = { step: c.step, polls: 0 };
       if (pollSoon || early.polls >= MAX_EARLY_POLLS) return;
@@ -143,13 +151,21 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
     wake?.();
   };
 
+  /** Chunks may have been lost on their way to the hub (its bus reconnected): read the turn now, not after the quiet spell. */
+  const onInterrupted = (): void => {
+    if (stopped) return;
+    pollSoon = true;
+    quiet = quietPollMs;
+    wake?.();
+  };
+
   let unsubscribe = (): void => {};
   if (deps.live && !(opts.first && TERMINAL_STATUSES.includes(opts.first.status))) {
     // Snapshot and subscription in one synchronous block: no chunk can fall between them (see src/live/hub.ts).
     const snap = deps.live.snapshot(turnId);
     const notice = deps.live.lastNotice(turnId);
     const held = deps.live.events.read(turnId, lastId);
-    unsubscribe = deps.live.subscribe(turnId, onChunk);
+    unsubscribe = deps.live.subscribe(turnId, onChunk, onInterrupted);
     if (held) takePushed(held.events, held.lastKnownId);
     // Just submitted through this API: its first push normally comes within milliseconds of the turn's
     // start, and a query now would wait for the turn's first workflow task to finish.

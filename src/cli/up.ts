@@ -10,6 +10,7 @@ import { loadPolicyFile, PolicyError } from '../config/policy';
 import { loadMcpConfig, McpConfigError } from '../mcp/config';
 import { reloadableFile } from '../config/reload';
 import { isPortFree, type ManagedProcess, spawnManaged, startTemporalDevServer } from './processes';
+import { waitUntilReady } from './wait-ready';
 
 const noop = (): void => undefined;
 
@@ -322,6 +323,9 @@ async function main(): Promise<void> {
       onLine: prefixed('worker'),
     });
     watch(worker.proc);
+    // "Up" means a turn can run: the worker has connected its servers (src/cli/wait-ready.ts).
+    const readiness = await waitUntilReady(apiUrl, { timeoutMs: 120_000, onPending: (pending) => log.info(`waiting until ready: ${pending.join('; ')}`) });
+    if (!readiness.ready) log.warn(`not ready after 120 s; still pending: ${readiness.pending.join('; ')} (GET ${apiUrl}/healthz/ready tells when)`);
 
     const tryText = JSON.stringify({ text: own ? 'What can you do?' : "Process payment for student Bob's invoice" }).replace(/'/g, '\\u0027');
     const tryCommand = `curl -s -X POST ${apiUrl}/v1/sessions/demo/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '${tryText}'`;

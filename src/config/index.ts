@@ -56,8 +56,20 @@ const EnvSchema = z.object({
   OAUTH_REDIRECT_URL: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL ending in /v1/oauth/callback' }).optional(),
   /** Shared by worker and API: authenticates live text pushed from LLM activities to the API. */
   LIVE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** Worker: where to push live text deltas (the API's /internal/live); unset means no live text. */
-  LIVE_PUSH_URL: z.url({ message: 'must be a URL such as http://127.0.0.1:3000/internal/live' }).optional(),
+  /**
+   * Worker: where to push live text deltas (the API's /internal/live), or the same route on several
+   * replicas, comma-separated (tried in turn: src/live/transport.ts); unset (and no bus, see LIVE_VIA)
+   * means no live text.
+   */
+  LIVE_PUSH_URL: optionalText
+    .transform((v) => (v === undefined ? undefined : v.split(',').map((u) => u.trim()).filter((u) => u !== '')))
+    .pipe(z.array(z.url({ protocol: /^https?$/, message: 'each must be an http(s) URL such as http://127.0.0.1:3000/internal/live' })).min(1, 'must name at least one URL').optional()),
+  /**
+   * Worker: how live text and reports leave it. `bus`: published on PostgreSQL (POSTGRES_URL) itself,
+   * which every API replica LISTENs to; `http`: POSTed to LIVE_PUSH_URL; `auto` (default): `bus` when
+   * POSTGRES_URL is set, else `http` (docs/decisions/0020-live-text-without-a-single-target.md).
+   */
+  LIVE_VIA: z.enum(['auto', 'bus', 'http']).default('auto'),
   /**
    * Worker: how often it reports its MCP servers' states to the API (beside LIVE_PUSH_URL, at
    * .../internal/workers), which /healthz answers from; a worker silent for three intervals drops out.
@@ -165,6 +177,9 @@ const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
       // The message names the entry or key id, never the key.
       ctx.addIssue({ code: 'custom', path: ['PAYLOAD_KEYS'], message: (err as Error).message.replace(/^PAYLOAD_KEYS: /, '') });
     }
+  }
+  if (env.LIVE_VIA === 'bus' && !env.POSTGRES_URL) {
+    ctx.addIssue({ code: 'custom', path: ['LIVE_VIA'], message: 'bus needs POSTGRES_URL (the database the API replicas LISTEN on)' });
   }
 });
 

@@ -15,12 +15,20 @@ import type { Pool } from 'pg';
 import { ensureSchema } from '../pg/transaction';
 import type { ServerStatus } from '../shared/tool-types';
 
+/** `connecting`: the worker is still opening its MCP servers (its servers are not listed yet); `ready`: it has. */
+export const WORKER_PHASES = ['connecting', 'ready'] as const;
+export type WorkerPhase = (typeof WORKER_PHASES)[number];
+
 export interface WorkerReport {
   /** The worker's Temporal identity (pid@host unless configured). */
   worker: string;
   /** How often this worker reports; three missed reports and it counts as gone. */
   everyMs: number;
   servers: ServerStatus[];
+  /** Absent from workers that predate it: they report once connected, i.e. `ready`. */
+  phase?: WorkerPhase;
+  /** What a `connecting` worker is doing, e.g. "connecting 5 MCP servers: admin, comms, ...". */
+  detail?: string;
 }
 
 export interface ReceivedReport extends WorkerReport {
@@ -64,25 +72,35 @@ const TABLE = 'dmh_worker_reports';
 export async function postgresWorkerReports(pool: Pick<Pool, 'query' | 'connect'>): Promise<WorkerReports> {
   await ensureSchema(pool, async (q) => {
     await q(`CREATE TABLE IF NOT EXISTS ${TABLE} (worker text PRIMARY KEY, reported_at timestamptz NOT NULL, every_ms integer NOT NULL, servers jsonb NOT NULL)`);
+    // Added with worker phases (decision 0020); tables made before get them here.
+    await q(`ALTER TABLE ${TABLE} ADD COLUMN IF NOT EXISTS phase text, ADD COLUMN IF NOT EXISTS detail text`);
   });
   let writes = 0;
   return {
     async record(report) {
       await pool.query(
-        `INSERT INTO ${TABLE} (worker, reported_at, every_ms, servers) VALUES ($1, now(), $2, $3)
-         ON CONFLICT (worker) DO UPDATE SET reported_at = now(), every_ms = EXCLUDED.every_ms, servers = EXCLUDED.servers`,
-        [report.worker, report.everyMs, JSON.stringify(report.servers)],
+        `INSERT INTO ${TABLE} (worker, reported_at, every_ms, servers, phase, detail) VALUES ($1, now(), $2, $3, $4, $5)
+         ON CONFLICT (worker) DO UPDATE SET reported_at = now(), every_ms = EXCLUDED.every_ms, servers = EXCLUDED.servers,
+           phase = EXCLUDED.phase, detail = EXCLUDED.detail`,
+        [report.worker, report.everyMs, JSON.stringify(report.servers), report.phase ?? null, report.detail ?? null],
       );
       // Workers come and go (every restart is a new pid): drop the long gone now and then.
       if (++writes % 100 === 1) await pool.query(`DELETE FROM ${TABLE} WHERE reported_at < now() - interval '1 day'`);
     },
     async current() {
-      const { rows } = await pool.query<{ worker: string; reported_at: Date; every_ms: number; servers: ServerStatus[] }>(
-        `SELECT worker, reported_at, every_ms, servers FROM ${TABLE}
+      const { rows } = await pool.query<{ worker: string; reported_at: Date; every_ms: number; servers: ServerStatus[]; phase: string | null; detail: string | null }>(
+        `SELECT worker, reported_at, every_ms, servers, phase, detail FROM ${TABLE}
           WHERE reported_at > now() - make_interval(secs => every_ms * ${MISSED_REPORTS} / 1000.0)
           ORDER BY worker`,
       );
-      return rows.map((r) => ({ worker: r.worker, everyMs: r.every_ms, servers: r.servers, reportedAt: r.reported_at.toISOString() }));
+      return rows.map((r) => ({
+        worker: r.worker,
+        everyMs: r.every_ms,
+        servers: r.servers,
+        reportedAt: r.reported_at.toISOString(),
+        ...(r.phase === 'connecting' || r.phase === 'ready' ? { phase: r.phase } : {}),
+        ...(r.detail ? { detail: r.detail } : {}),
+      }));
     },
   };
 }
@@ -99,9 +117,16 @@ export interface McpHealth {
  * that reports it has it connected: a turn's call can land on any worker, so one worker that cannot
  * reach a server is a degraded service, and the answer does not depend on which worker was asked.
  */
-export function summarize(reports: readonly ReceivedReport[]): McpHealth {
-  if (reports.length === 0) {
+export function summarize(all: readonly ReceivedReport[]): McpHealth {
+  if (all.length === 0) {
     return { ok: false, servers: [], error: 'no worker has reported its MCP servers recently (is a worker running?)' };
+  }
+  // A worker still connecting has no server states to give yet: it says what it is doing instead.
+  const reports = all.filter((r) => r.phase !== 'connecting');
+  if (reports.length === 0) {
+    const first = all[0] as ReceivedReport;
+    const others = all.length > 1 ? ` (and ${all.length - 1} more worker${all.length > 2 ? 's' : ''})` : '';
+    return { ok: false, servers: [], error: `worker ${first.worker} is starting: ${first.detail ?? 'connecting its MCP servers'}${others}` };
   }
   const byServer = new Map<string, Array<{ worker: string; status: ServerStatus }>>();
   for (const r of reports) {

@@ -32,8 +32,16 @@ export type LiveListener = (chunk: LiveChunk) => void;
 
 export interface LiveTextHub {
   ingest(chunks: readonly LiveChunk[]): void;
-  /** Listens for normalized chunks of a turn (also before its first chunk); returns the unsubscribe. */
-  subscribe(turnId: string, listener: LiveListener): () => void;
+  /**
+   * Listens for normalized chunks of a turn (also before its first chunk); returns the unsubscribe.
+   * `onInterrupted` is called when chunks may have been lost on the way here (see interrupted()).
+   */
+  subscribe(turnId: string, listener: LiveListener, onInterrupted?: () => void): () => void;
+  /**
+   * The source of chunks was interrupted (the bus's listening connection dropped or came back): some
+   * chunks of any turn may never arrive. Tells every subscriber, so streams read their turns at once.
+   */
+  interrupted(): void;
   snapshot(turnId: string): LiveSnapshot | undefined;
   /**
    * The turn's latest notice while it still holds (no later attempt or step has sent text since), so a
@@ -78,6 +86,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
   /** Insertion order is recency order: a touched turn is moved to the end, the first is the oldest. */
   const turns = new Map<string, StepText>();
   const listeners = new Map<string, Set<LiveListener>>();
+  const interruptions = new Set<() => void>();
   /** Per turn, the latest notice and when it came; dropped when a later attempt speaks, or after idleMs. */
   const notices = new Map<string, { chunk: LiveChunk; at: number }>();
   const store = createTurnEventStore({
@@ -214,14 +223,18 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       return n;
     },
 
-    subscribe(turnId, listener) {
+    subscribe(turnId, listener, onInterrupted) {
       let set = listeners.get(turnId);
       if (!set) {
         set = new Set();
         listeners.set(turnId, set);
       }
       set.add(listener);
+      // A function object per subscription, so one callback given twice is two subscriptions.
+      const interrupt = onInterrupted ? () => onInterrupted() : undefined;
+      if (interrupt) interruptions.add(interrupt);
       return () => {
+        if (interrupt) interruptions.delete(interrupt);
         const current = listeners.get(turnId);
         if (!current) return;
         current.delete(listener);
@@ -260,6 +273,16 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       },
     },
 
+    interrupted() {
+      for (const interrupt of [...interruptions]) {
+        try {
+          interrupt();
+        } catch {
+          // One broken subscriber must not starve the others.
+        }
+      }
+    },
+
     size: () => turns.size,
 
     close() {
@@ -270,6 +293,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       notices.clear();
       store.clear();
       listeners.clear();
+      interruptions.clear();
     },
   };
 }

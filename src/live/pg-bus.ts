@@ -1,7 +1,9 @@
 /**
- * Live text across API replicas: a worker pushes its chunks to whichever replica it reaches; that
- * replica publishes them with PostgreSQL NOTIFY, and every replica (itself included) LISTENs and feeds
- * its own hub. Any replica can then serve any turn's stream.
+ * Live text across API replicas: a worker publishes its chunks with PostgreSQL NOTIFY itself
+ * (`busLiveTransport`, when it shares the replicas' database), or pushes them to whichever replica it
+ * reaches, which publishes them the same way (`notifyChunks` is the one copy of that mechanism); every
+ * replica LISTENs and feeds its own hub. Any replica can then serve any turn's stream, and no replica
+ * stands between a worker and the others (docs/decisions/0020-live-text-without-a-single-target.md).
  *
  * Limits (docs/decisions/0009-shared-state-on-postgres.md): a NOTIFY payload is at most 8000 bytes, so
  * batches are cut to fit, an oversized delta is split at offsets and an oversized durable event is
@@ -17,6 +19,7 @@ import { Client, type Pool } from 'pg';
 import { type LiveChunk, LiveBatchSchema } from './chunk';
 import type { LiveLogger } from './chunk';
 import type { LiveTextHub } from './hub';
+import type { LiveTransport } from './transport';
 
 /** Below PostgreSQL's 8000-byte NOTIFY payload limit, with room for the envelope. */
 export const MAX_PAYLOAD_BYTES = 7_800;
@@ -34,7 +37,8 @@ export interface PgLiveBusOptions {
   pool: Pick<Pool, 'query'>;
   /** The listening connection is a client of its own (LISTEN holds a connection). */
   connectionString: string;
-  hub: Pick<LiveTextHub, 'ingest'>;
+  /** `interrupted` is told when the listening connection is lost and when it listens again: chunks may be missing. */
+  hub: Pick<LiveTextHub, 'ingest'> & Partial<Pick<LiveTextHub, 'interrupted'>>;
   logger: LiveLogger & { info?(obj: Record<string, unknown>, msg?: string): void };
   channel?: string;
   /** Wait before the first attempt to listen again (500 ms); doubles after each failed attempt, up to MAX_RECONNECT_MS. */
@@ -56,6 +60,8 @@ export interface LiveBus {
   publish(chunks: readonly LiveChunk[]): Promise<void>;
   /** Resolves once the listening connection is up (the first time). */
   ready: Promise<void>;
+  /** Whether the listening connection is up now, and since when it is down (readiness, /healthz/ready). */
+  listening(): { ok: boolean; downSinceMs?: number };
   close(): Promise<void>;
 }
 
@@ -92,6 +98,31 @@ export function toPayloads(chunks: readonly LiveChunk[]): string[] {
   return payloads;
 }
 
+/**
+ * Publishes chunks on `channel`, one NOTIFY per payload, in order; resolves once PostgreSQL took them
+ * all. The replicas' bus and the workers' bus transport both send through here.
+ */
+export async function notifyChunks(pool: Pick<Pool, 'query'>, channel: string, chunks: readonly LiveChunk[]): Promise<void> {
+  for (const payload of toPayloads(chunks)) await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+}
+
+/** A worker's live text straight onto the bus (see ./transport.ts): every replica's hub hears it. */
+export function busLiveTransport(opts: { pool: Pick<Pool, 'query'>; channel?: string; describe?: string }): LiveTransport {
+  const channel = opts.channel ?? DEFAULT_CHANNEL;
+  // Errors name the failure, never the connection string (it holds the password).
+  const target = opts.describe ?? `postgres NOTIFY ${channel}`;
+  return {
+    target: () => target,
+    async send(chunks) {
+      try {
+        await notifyChunks(opts.pool, channel, chunks);
+      } catch (err) {
+        throw new Error(err instanceof Error ? err.message : String(err));
+      }
+    },
+  };
+}
+
 export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
   const channel = opts.channel ?? DEFAULT_CHANNEL;
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error(`live bus: channel ${channel} must be a lower-case SQL identifier`);
@@ -110,6 +141,13 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
   const ready = new Promise<void>((resolve) => (markReady = resolve));
   // Errors are logged by message only, never with the connection string (it holds the password).
   const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+  const tellHub = (): void => {
+    try {
+      opts.hub.interrupted?.();
+    } catch {
+      // The hub's listeners are not the bus's concern.
+    }
+  };
 
   const onNotification = (msg: { channel: string; payload?: string }): void => {
     if (msg.channel !== channel || !msg.payload) return;
@@ -139,6 +177,7 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
       lostAt = Date.now();
       clearInterval(checkTimer);
       opts.logger.warn({ channel, err: why, retryInMs: delay }, 'live bus: listening connection lost; this replica misses live text until it listens again');
+      tellHub();
       // Destroyed, not ended: a graceful end waits for the server's answer, which a dead link never brings.
       client.connection.stream.destroy();
       schedule();
@@ -178,7 +217,11 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
     checkTimer = setInterval(() => void check(), checkMs);
     checkTimer.unref();
     delay = firstDelay;
-    if (lostAt) opts.logger.info?.({ channel, deafMs: Date.now() - lostAt }, 'live bus: listening again');
+    if (lostAt) {
+      opts.logger.info?.({ channel, deafMs: Date.now() - lostAt }, 'live bus: listening again');
+      // What was published while deaf never comes: followers read their turns now.
+      tellHub();
+    }
     lostAt = 0;
     markReady();
   };
@@ -206,7 +249,7 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
   let queue: Promise<void> = Promise.resolve();
   const send = async (chunks: readonly LiveChunk[]): Promise<void> => {
     try {
-      for (const payload of toPayloads(chunks)) await opts.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+      await notifyChunks(opts.pool, channel, chunks);
     } catch (err) {
       opts.logger.warn({ channel, err: reason(err) }, 'live bus: publish failed; only this replica gets the text');
       opts.hub.ingest(chunks);
@@ -217,6 +260,7 @@ export function createPgLiveBus(opts: PgLiveBusOptions): LiveBus {
 
   return {
     ready,
+    listening: () => (listener ? { ok: true } : { ok: false, ...(lostAt ? { downSinceMs: Date.now() - lostAt } : {}) }),
     publish(chunks) {
       const sent = queue.then(() => send(chunks));
       // A failed publish must not stop the ones queued behind it.

@@ -1,6 +1,8 @@
 /**
  * The worker's end of the live-text side channel: the callLlm activity hands every text delta to a
- * publisher, which POSTs them in batches to the API process (see ./chunk.ts, and src/api/routes/live-ingest.ts for the receiving end).
+ * publisher, which sends them in batches through a transport (./transport.ts): POSTed to the API's
+ * ingest route (src/api/routes/live-ingest.ts), failing over between replicas, or published on the
+ * PostgreSQL bus directly (./pg-bus.ts) when the worker shares the replicas' database.
  * The turn workflow's sink hands it copies of durable events the same way, so one queue keeps a step's
  * `calling_llm` event ahead of that step's text.
  *
@@ -16,6 +18,7 @@
  */
 import { scrubSecrets } from '../security/secrets';
 import type { PushedTurn, TurnEvent } from '../shared/turn';
+import { describeError, httpLiveTransport, type LiveTransport } from './transport';
 import {
   MAX_BATCH_CHUNKS,
   MAX_EVENT_CHARS,
@@ -59,9 +62,14 @@ export interface LivePublisher {
 }
 
 export interface LivePublisherOptions {
-  /** The API's ingest route, e.g. http://127.0.0.1:3000/internal/live */
-  url: string;
-  /** Shared with the API; sent as `authorization: Bearer <secret>`, never logged. */
+  /**
+   * The API's ingest route, e.g. http://127.0.0.1:3000/internal/live, or the same route on several
+   * replicas (tried in turn, see ./transport.ts). Ignored when `transport` is given.
+   */
+  url?: string | readonly string[];
+  /** Where batches go instead of `url` (e.g. the PostgreSQL bus). */
+  transport?: LiveTransport;
+  /** Shared with the API; sent as `authorization: Bearer <secret>` with `url`, and never logged. */
   secret: string;
   logger?: LiveLogger;
   /** Chunks held while a request is in flight or the API is unreachable; beyond that, deltas are dropped. */
@@ -93,15 +101,14 @@ interface AttemptState {
 }
 
 export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
-  if (opts.secret === '') throw new Error('live publisher: secret must not be empty');
-  const parsedUrl = new URL(opts.url);
-  // For log lines: no credentials, no query.
-  const target = `${parsedUrl.origin}${parsedUrl.pathname}`;
-  const maxBuffered = Math.max(1, opts.maxBufferedChunks ?? 1000);
+  if (opts.secret === '' && !opts.transport) throw new Error('live publisher: secret must not be empty');
   const requestTimeoutMs = opts.requestTimeoutMs ?? 5_000;
+  const transport =
+    opts.transport ??
+    httpLiveTransport({ urls: typeof opts.url === 'string' ? [opts.url] : [...(opts.url ?? [])], secret: opts.secret, requestTimeoutMs });
+  const maxBuffered = Math.max(1, opts.maxBufferedChunks ?? 1000);
   const retryDelayMs = opts.retryDelayMs ?? 1_000;
   const warnEveryMs = opts.warnEveryMs ?? 30_000;
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${opts.secret}` };
 
   const attempts = new Map<string, AttemptState>();
   const queue: Pending[] = [];
@@ -127,7 +134,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
     lastWarnAt = now;
     try {
       opts.logger.warn(
-        { target, dropped: droppedSinceWarning, droppedTotal: counts.dropped, reason: scrub(reason) },
+        { target: transport.target(), dropped: droppedSinceWarning, droppedTotal: counts.dropped, reason: scrub(reason) },
         'live text: chunks dropped (best effort; clients get the final text)',
       );
     } catch {
@@ -194,15 +201,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
     counts.requests++;
     let failure: string | undefined;
     try {
-      const res = await fetch(opts.url, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ chunks: batch.map((p) => p.chunk) }),
-        signal: AbortSignal.timeout(requestTimeoutMs),
-      });
-      // Reading the (small) body lets the keep-alive connection be reused.
-      await res.arrayBuffer().catch(() => undefined);
-      if (!res.ok) failure = `HTTP ${res.status}`;
+      await transport.send(batch.map((p) => p.chunk));
     } catch (err) {
       failure = describeError(err);
     }
@@ -378,14 +377,4 @@ function pieceLength(text: string, pos: number, room: number): number {
     if (code >= 0xd800 && code <= 0xdbff) n--;
   }
   return n;
-}
-
-function describeError(err: unknown): string {
-  if (err instanceof Error) {
-    if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'request timed out';
-    const cause = (err as { cause?: unknown }).cause;
-    const code = cause && typeof cause === 'object' && 'code' in cause ? String((cause as { code: unknown }).code) : undefined;
-    return code ? `${err.message} (${code})` : err.message;
-  }
-  return String(err);
 }

@@ -181,9 +181,24 @@ export function presentsToken(authorization: string | undefined, token: string):
  * exposition to the same answer (the Temporal SDK's own metrics, which its runtime serves on a
  * loopback port of its own); when it fails, this process's metrics are still served.
  */
-export async function serveMetrics(registry: Registry, host: string, port: number, more?: () => Promise<string>): Promise<Server> {
+/**
+ * Beside the metrics (a worker has no other port): GET /healthz/live always answers 200 while the
+ * process runs; GET /healthz/ready (and /healthz) answer 200 or 503 with `ready()`'s body.
+ */
+export interface HealthEndpoints {
+  ready(): { ready: boolean } & Record<string, unknown>;
+}
+
+export async function serveMetrics(registry: Registry, host: string, port: number, more?: () => Promise<string>, health?: HealthEndpoints): Promise<Server> {
   const server = createServer((req, res) => {
-    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+    const path = req.url?.split('?')[0];
+    if (req.method === 'GET' && health && (path === '/healthz' || path === '/healthz/ready' || path === '/healthz/live')) {
+      const body = path === '/healthz/live' ? { status: 'live', uptimeSeconds: Math.round(process.uptime()) } : health.ready();
+      const status = path === '/healthz/live' || (body as { ready?: boolean }).ready ? 200 : 503;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      return;
+    }
+    if (req.method !== 'GET' || path !== '/metrics') {
       res.writeHead(404).end();
       return;
     }

@@ -261,3 +261,59 @@ test('the noop publisher has the same interface and does nothing', async () => {
   await p.close();
   expect(p.stats()).toEqual({ queued: 0, sent: 0, dropped: 0, requests: 0, failedRequests: 0 });
 });
+
+/** An address nothing listens on (a replica that died): a port taken and released. */
+async function deadUrl(): Promise<string> {
+  const server = http.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  return `http://127.0.0.1:${port}/internal/live`;
+}
+
+test('several addresses: a dead one costs one failed connect per batch until another answers, and then none; nothing is dropped', async () => {
+  const dead = await deadUrl();
+  const log = captureLogger();
+  const p = publisher({ url: [dead, url], logger: log });
+  p.delta('turn-failover', 1, 1, 'first ');
+  await p.flush();
+  expect(hub.snapshot('turn-failover')?.text).toBe('first ');
+  p.delta('turn-failover', 1, 1, 'second');
+  p.end('turn-failover', 1, 1);
+  await p.flush();
+  expect(hub.snapshot('turn-failover')).toMatchObject({ text: 'first second', ended: true, gap: false });
+  // Every batch reached the live address; the dead one was tried once, for the first batch only.
+  expect(p.stats()).toMatchObject({ dropped: 0, failedRequests: 0 });
+  expect(answered.length).toBe(p.stats().requests);
+  expect(log.lines).toEqual([]);
+});
+
+test('several addresses, none answering: the batch is dropped once, the warning names each address and no secret', async () => {
+  const log = captureLogger();
+  const p = publisher({ url: [await deadUrl(), await deadUrl()], logger: log, retryDelayMs: 0 });
+  p.delta('turn-nowhere', 1, 1, 'lost');
+  await p.flush();
+  expect(p.stats()).toMatchObject({ dropped: 1, failedRequests: 1 });
+  expect(log.lines).toHaveLength(1);
+  expect(log.lines[0]).toMatch(/127\.0\.0\.1:\d+\/internal\/live: .*ECONNREFUSED.*; http:\/\/127\.0\.0\.1:\d+\/internal\/live: /);
+  expect(log.lines[0]).not.toContain(SECRET);
+});
+
+test('a 4xx is the batch\'s or the secret\'s fault, not the address\'s: no other address is tried', async () => {
+  const other = createLiveTextHub();
+  const second = Fastify({ logger: false });
+  registerLiveIngest(second, { hub: other, secret: SECRET });
+  await second.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const secondUrl = `http://127.0.0.1:${(second.server.address() as AddressInfo).port}/internal/live`;
+    const p = publisher({ url: [url, secondUrl], secret: 'a-wrong-secret-0123456789', retryDelayMs: 0 });
+    p.delta('turn-4xx', 1, 1, 'refused');
+    await p.flush();
+    expect(answered).toEqual([401]);
+    expect(other.snapshot('turn-4xx')).toBeUndefined();
+    expect(p.stats()).toMatchObject({ dropped: 1, failedRequests: 1 });
+  } finally {
+    other.close();
+    await second.close();
+  }
+});

@@ -94,6 +94,19 @@ const scrape = async () => await (await fetch(workerMetrics)).text();
 /** How much a sample grew since `before` (absent counts as 0). */
 const grew = (before: string, after: string, name: string, labels: Record<string, string>) => (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
 
+test("the worker's own health beside its metrics: live, and ready once on Temporal with its servers connected", async () => {
+  const base = workerMetrics.replace(/\/metrics$/, '');
+  const live = await fetch(`${base}/healthz/live`);
+  expect(live.status).toBe(200);
+  expect(await live.json()).toMatchObject({ status: 'live' });
+  // The system waited for the worker's first turn-ready state; its servers connect right after start.
+  const ready = await waitFor(async () => {
+    const res = await fetch(`${base}/healthz/ready`);
+    return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : undefined;
+  }, 30_000, 100);
+  expect(ready).toMatchObject({ ready: true, status: 'ready', phase: 'ready', temporal: 'RUNNING' });
+});
+
 test('failed turns count by outcome, and their LLM errors by class', async () => {
   const before = await scrape();
   // A server error on every attempt (the test's retry policy makes three): the turn fails.

@@ -31,6 +31,7 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
   let pg: TestPostgres;
   const apis: Array<{ proc: ManagedProcess; url: string }> = [];
   let workers: ManagedProcess[] = [];
+  let apiEnv: NodeJS.ProcessEnv = {};
 
   beforeAll(async () => {
     sys = await startSchoolSystem({ rules: RULES, toolDelays: 'process_payment=2500', ...(temporal ? { temporal } : {}) });
@@ -41,10 +42,10 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
     const hostConfig = path.join(sys.dir, 'host.json');
     writeFileSync(hostConfig, JSON.stringify(defaultHostConfig(SCHOOL_HOST)));
     const liveSecret = randomBytes(16).toString('hex');
-    for (let i = 0; i < 2; i++) {
-      apis.push(await startApiProcess(sys, { POSTGRES_URL: pg.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: String(USER_PER_MINUTE) }));
-    }
-    // Workers push to the first replica only, as a load balancer may route them.
+    apiEnv = { POSTGRES_URL: pg.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: String(USER_PER_MINUTE) };
+    for (let i = 0; i < 2; i++) apis.push(await startApiProcess(sys, apiEnv));
+    // Workers are told to push to the first replica only, as a load balancer may route them; sharing
+    // the replicas' PostgreSQL, they publish on its bus instead (decision 0020).
     for (let i = 0; i < 3; i++) {
       // Their audit chain is one PostgreSQL table (the file's lock holds on one host only).
       workers.push(await sys.startWorker({ LIVE_PUSH_URL: `${apis[0]?.url ?? ''}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: pg.url, AUDIT_STORE: 'postgres' }));
@@ -124,7 +125,7 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
     await finished(other.body.turnId as string, student);
   }, 60_000);
 
-  test('/healthz: every replica reports every worker (their reports go to the first replica only), and the same servers', async () => {
+  test('/healthz: every replica reports every worker (their reports go into the shared table, not to one replica), and the same servers', async () => {
     const expected = workers.map((w) => w.pid).sort();
     const pidsOf = (body: { workers: Array<{ worker: string }> }) => body.workers.map((w) => Number(w.worker.split('@')[0])).sort();
     for (const api of apis) {
@@ -232,6 +233,14 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
     const db = new Pool({ connectionString: pg.url, max: 1 });
     db.on('error', () => undefined);
     try {
+      // The turn's usage entry is appended after its `done` goes out: the chain is complete once it is there.
+      await waitFor(async () => {
+        const { rows } = await db.query<{ n: string }>(
+          "SELECT count(*) AS n FROM dmh_audit WHERE entry::jsonb->>'workflowId' = $1 AND entry::jsonb->>'kind' = 'turn_usage'",
+          [post.body.turnId as string],
+        );
+        return Number(rows[0]?.n ?? 0) >= 1 ? true : undefined;
+      }, 10_000, 50);
       const verified = await verifyAuditTable(db);
       expect(verified.ok).toBe(true);
       const { rows } = await db.query<{ entry: string }>('SELECT entry FROM dmh_audit ORDER BY seq');
@@ -244,4 +253,49 @@ export function scaleOutSuite(temporal?: SystemOptions['temporal']): void {
       await db.end();
     }
   }, 150_000);
+
+  test('the replica the workers are told to push to is killed mid-turn: a client on another keeps its live text and gets every durable event on time', async () => {
+    // The second replica was killed above; a third joins (the first read of a fresh replica is slow: warmed).
+    const [api1] = apis as unknown as [{ url: string; proc: ManagedProcess }];
+    const api3 = await startApiProcess(sys, apiEnv);
+    const headers = bearer(await sys.token('admin'));
+    const warm = await postMessage(api3.url, 'push-target-warm', 'long', headers);
+    expect((await readSse(`${api3.url}${warm.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 })).at(-1)?.event).toBe('done');
+
+    // About 8 s of text: the kill lands while the model writes.
+    sys.model.setFaults([{ chunkDelayMs: 40, times: 1 }]);
+    const post = await postMessage(api3.url, 'push-target', 'long please', headers);
+    expect(post.status).toBe(202);
+    const res = await fetch(`${api3.url}${post.body.eventsUrl as string}`, { headers: { ...headers, accept: 'text/event-stream' } });
+    const events: Array<SseEvent & { receivedAt: number }> = [];
+    let killedAt = 0;
+    /** Events received before the kill. */
+    let before = 0;
+    let killed: Promise<void> | undefined;
+    for await (const e of sseEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+      events.push({ ...e, receivedAt: Date.now() });
+      if (!killed && events.filter((x) => x.event === 'text_delta').length >= 5) {
+        before = events.length;
+        killedAt = Date.now();
+        killed = api1.proc.kill();
+      }
+    }
+    await killed;
+    expect(killedAt).toBeGreaterThan(0);
+    expect(events.at(-1)?.event).toBe('done');
+    const deltasAfter = events.slice(before).filter((e) => e.event === 'text_delta');
+    expect(deltasAfter.length).toBeGreaterThan(0);
+    // Live text: within a second of the kill, and all of it (no word lost to the dead replica).
+    expect((deltasAfter[0] as { receivedAt: number }).receivedAt - killedAt).toBeLessThan(1_000);
+    expect(liveText(events)).toBe(LONG);
+    const durable = events.filter((e) => e.id !== undefined);
+    expect(durable.map((e) => Number(e.id))).toEqual(Array.from({ length: durable.length }, (_, i) => i + 1));
+    // No durable event late: each reached the client within 2 s of its workflow time, and `done` within
+    // 2 s of the turn's close as Temporal recorded it (generous for a busy machine; pushes take milliseconds).
+    const late = durable.filter((e) => e.receivedAt - Date.parse(e.data.at as string) > 2_000).map((e) => `${e.event} ${e.receivedAt - Date.parse(e.data.at as string)} ms`);
+    expect(late).toEqual([]);
+    const closed = (await sys.client.workflow.getHandle(post.body.turnId as string).describe()).closeTime;
+    expect(closed).toBeDefined();
+    expect((events.at(-1) as { receivedAt: number }).receivedAt - (closed as Date).getTime()).toBeLessThan(2_000);
+  }, 120_000);
 }

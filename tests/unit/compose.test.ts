@@ -125,9 +125,9 @@ test('api replicas behind a load balancer: no fixed API port, healthchecks and r
   expect(readFileSync(path.join(ROOT, 'deploy/caddy/Caddyfile'), 'utf8')).toMatch(/dynamic a \{\s*name api\s*port 3000/);
   for (const name of ['api', 'worker']) {
     expect(service(name).restart).toBe('unless-stopped');
-    expect(service(name).healthcheck?.test?.join(' ')).toMatch(/fetch\('http:\/\/127\.0\.0\.1:\d+\/(healthz|metrics)'\)/);
+    expect(service(name).healthcheck?.test?.join(' ')).toMatch(/fetch\('http:\/\/127\.0\.0\.1:\d+\/(healthz|healthz\/ready)'\)/);
   }
-  // The worker's healthcheck reads the metrics endpoint it is told to serve.
+  // The worker's healthcheck reads the readiness endpoint beside the metrics it is told to serve.
   expect(service('worker').environment).toMatchObject({ WORKER_METRICS_PORT: '9464', WORKER_METRICS_HOST: '0.0.0.0' });
 });
 

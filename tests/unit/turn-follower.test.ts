@@ -334,6 +334,39 @@ describe('durable events pushed through the hub', () => {
     expect(t.polls()).toBe(1);
   });
 
+  test('the hub says its source was interrupted (a bus reconnect): the follower reads the turn at once, not after quietPollMs', async () => {
+    const { t, c } = await followingStep1(60_000);
+    // Lost while the bus was deaf: no hole is visible, since nothing after it was pushed either.
+    t.push(hub, 'text', { text: 'Hi' }, 'lost');
+    t.push(hub, 'done', { status: 'completed' }, 'lost');
+    const told = Date.now();
+    hub.interrupted();
+    await c.done;
+    expect(Date.now() - told).toBeLessThan(1_000);
+    expect(c.items).toEqual(['e1:status:llm1', 'e2:text', 'e3:done', 'end:finished']);
+    expect(t.polls()).toBe(1);
+  });
+
+  test('while text flows the safety-net read waits; once it stops, the read comes within quietPollMs, not after a grown back-off', async () => {
+    const { t, c } = await followingStep1(150);
+    let offset = 0;
+    for (let i = 0; i < 20; i++) {
+      hub.ingest([delta(t.state.turnId, 1, offset, 'word ')]);
+      offset += 5;
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    // Text came all along: no read was needed.
+    expect(t.polls()).toBe(0);
+    // Its source dies after the turn's last events were lost: found by one read a quiet spell later.
+    const silentAt = Date.now();
+    t.push(hub, 'text', { text: 'done' }, 'lost');
+    t.push(hub, 'done', { status: 'completed' }, 'lost');
+    await c.done;
+    expect(Date.now() - silentAt).toBeLessThan(1_000);
+    expect(t.polls()).toBe(1);
+    expect(c.items.slice(-3)).toEqual(['e2:text', 'e3:done', 'end:finished']);
+  });
+
   test('a hub that never saw the turn (another replica, a restart): the follower polls as before', async () => {
     const t = fakeTurn();
     t.emit('status', llm(1));

@@ -156,3 +156,34 @@ test('reportNow while a report is on its way sends one more, with the states rea
     await api.close();
   }
 });
+
+test('a worker still connecting reports what it does without waiting for its servers, then its states the moment it asks', async () => {
+  const api = await fakeApi();
+  let phase: { phase: 'connecting' | 'ready'; detail?: string } = { phase: 'connecting', detail: 'connecting 2 MCP servers: a, b' };
+  let statusCalls = 0;
+  const reporter = startWorkerReporter({
+    url: [api.url],
+    secret: 's3cret-s3cret-s3cret',
+    worker: '42@host',
+    // Long: only the first report and reportNow() can explain what the API receives.
+    everyMs: 60_000,
+    status: async () => (statusCalls++, [up('a'), up('b')]),
+    phase: () => phase,
+    logger: { warn: () => {} },
+  });
+  try {
+    await api.until(() => api.bodies.length >= 1);
+    expect(api.bodies[0]).toEqual({ worker: '42@host', everyMs: 60_000, servers: [], phase: 'connecting', detail: 'connecting 2 MCP servers: a, b' });
+    // The connecting report did not ask the pool (which would wait for the connections).
+    expect(statusCalls).toBe(0);
+    phase = { phase: 'ready' };
+    await reporter.reportNow();
+    expect(api.bodies.at(-1)).toEqual({ worker: '42@host', everyMs: 60_000, servers: [up('a'), up('b')], phase: 'ready' });
+    expect(summarize([{ ...report('42@host', []), phase: 'connecting', detail: 'connecting 2 MCP servers: a, b' }]).error).toBe(
+      'worker 42@host is starting: connecting 2 MCP servers: a, b',
+    );
+  } finally {
+    reporter.stop();
+    await api.close();
+  }
+});

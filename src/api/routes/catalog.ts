@@ -1,4 +1,4 @@
-/** The MCP catalog (tools the LLM sees, server states) and the health answer for load balancers. */
+/** The MCP catalog (tools the LLM sees, server states) and the health answers for load balancers and probes. */
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../caller';
 import { routeSchemas } from '../openapi';
@@ -20,4 +20,11 @@ export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async
     const health = await service.health();
     return reply.status(health.temporal.ok ? 200 : 503).send(health);
   });
+
+  // For probes (README, "Health"): ready = a turn submitted here can run and stream; live = the process answers.
+  app.get('/healthz/ready', { schema: routeSchemas.healthzReady }, async (_request, reply) => {
+    const readiness = await service.ready();
+    return reply.status(readiness.status === 'ready' ? 200 : 503).send(readiness);
+  });
+  app.get('/healthz/live', { schema: routeSchemas.healthzLive }, async () => service.live());
 };

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import type { WorkerReports } from '../../health/reports';
+import { WORKER_PHASES, type WorkerReports } from '../../health/reports';
 import { describeIssues } from '../../shared/issues';
 import { ServerStatusSchema } from '../contract';
 import { sendError, workerRouteOptions } from '../worker-secret';
@@ -17,6 +17,8 @@ const WorkerReportSchema = z
     worker: z.string().min(1).max(256),
     everyMs: z.number().int().min(100).max(3_600_000),
     servers: z.array(ServerStatusSchema).max(1_000),
+    phase: z.enum(WORKER_PHASES).optional(),
+    detail: z.string().max(1_000).optional(),
   })
   .strict();
 

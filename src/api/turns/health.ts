@@ -2,10 +2,21 @@
 import type { z } from 'zod';
 import type { Health } from '../contract';
 import { summarize } from '../../health/reports';
+import { createLiveness, createReadiness } from '../../health/readiness';
 import type { TurnServiceOptions } from './options';
 
 export function createHealth(opts: TurnServiceOptions) {
+  const readiness = createReadiness({
+    temporal: () => opts.gateway.temporalHealth(),
+    workers: () => opts.workerReports.current(),
+    ...(opts.busListening ? { bus: opts.busListening } : {}),
+  });
+  const liveness = createLiveness();
   return {
+    /** GET /healthz/ready: see src/health/readiness.ts. */
+    ready: () => readiness.ready(),
+    /** GET /healthz/live: the process answers. */
+    live: () => liveness.live(),
     /**
      * Never throws: a Temporal outage is the answer (`down`), not an error. Starts no workflow (anyone
      * may call it): the MCP part comes from the workers' own reports, the same on every replica.
@@ -17,7 +28,10 @@ export function createHealth(opts: TurnServiceOptions) {
       ]);
       const mcp: z.output<typeof Health>['mcp'] =
         reports instanceof Error ? { ok: false, servers: [], error: `worker reports unreadable: ${reports.message}` } : summarize(reports);
-      const workers = reports instanceof Error ? [] : reports.map((r) => ({ worker: r.worker, reportedAt: r.reportedAt, servers: r.servers }));
+      const workers =
+        reports instanceof Error
+          ? []
+          : reports.map((r) => ({ worker: r.worker, reportedAt: r.reportedAt, servers: r.servers, ...(r.phase ? { phase: r.phase } : {}), ...(r.detail ? { detail: r.detail } : {}) }));
       return { status: !temporal.ok ? 'down' : mcp.ok ? 'ok' : 'degraded', temporal, mcp, workers };
     },
   };

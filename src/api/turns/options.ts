@@ -30,6 +30,8 @@ export interface TurnServiceOptions {
   justEnded?: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => string | undefined;
   /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */
   workerReports: WorkerReports;
+  /** Whether this replica LISTENs on the live-text bus (readiness); absent: no bus. */
+  busListening?: () => { ok: boolean; downSinceMs?: number };
   /** Token usage per turn (src/usage): daily budgets and the usage report. Absent: neither. */
   usage?: { ledger: UsageLedger; config: () => Pick<HostConfig, 'budgets' | 'prices'> };
 }
