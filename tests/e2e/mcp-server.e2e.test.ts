@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CreateTaskResultSchema, ElicitRequestSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateTaskResultSchema, ElicitRequestSchema, GetTaskResultSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { waitFor } from '../helpers/http';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -180,6 +180,43 @@ describe('a 2025-11-25 client in a session', () => {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       });
       expect(res.status).toBe(404);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('subscriptions to a running turn (2025 sessions)', () => {
+  test('a client subscribed to a turn hears of its changes until it ends', async () => {
+    const client = await legacyClient(await sys.token('student'));
+    try {
+      expect(client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+      const updates: string[] = [];
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+      // A turn that stops for approval: it runs until someone decides, so the subscription comes first.
+      const created = await client.request(
+        { method: 'tools/call', params: { name: 'chat', arguments: { message: 'remember that the gate is open' }, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema,
+      );
+      const uri = `durable-host://turns/${created.task.taskId}`;
+      await client.subscribeResource({ uri });
+      await waitFor(async () => ((await client.request({ method: 'tasks/get', params: { taskId: created.task.taskId } }, GetTaskResultSchema)).status === 'input_required' ? true : undefined));
+      const pending = structured(await client.callTool({ name: 'get_turn', arguments: { turnId: created.task.taskId } })).pendingApprovals?.[0];
+      await client.callTool({ name: 'decide_approval', arguments: { turnId: created.task.taskId, toolCallId: pending?.toolCallId, approve: true } });
+      await waitFor(async () => (updates.length > 0 ? true : undefined));
+      expect(new Set(updates)).toEqual(new Set([uri]));
+      await waitFor(async () => {
+        const read = await client.readResource({ uri });
+        return (JSON.parse((read.contents[0] as { text: string }).text) as { status: string }).status === 'completed' ? true : undefined;
+      });
+      await client.unsubscribeResource({ uri });
+      // Someone else's turn cannot be subscribed to.
+      const other = await legacyClient(await sys.token('teacher'));
+      try {
+        await expect(other.subscribeResource({ uri })).rejects.toThrow(/not found/);
+      } finally {
+        await other.close();
+      }
     } finally {
       await client.close();
     }

@@ -5,12 +5,13 @@
  * caller's transcripts and turn records. Every one of them goes through the turn service, which checks
  * ownership and tenant exactly as for /v1: a caller sees and does only what its role and tenant allow.
  */
-import { McpServer, ResourceTemplate, type ServerContext } from '@modelcontextprotocol/server';
+import { McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { UserContext } from '../../shared/user';
 import type { LiveTextHub } from '../../live/hub';
 import type { Logger } from '../../logger';
 import { SessionId, ToolCallId, TurnId } from '../contract';
+import { registerResources } from './resources';
 import type { TurnGateway } from '../gateway';
 import type { TurnService } from '../turns';
 import { chatInput, chatResult, createChat, idempotencyKeyOf } from './chat';
@@ -31,13 +32,18 @@ export interface HostMcpDeps {
 }
 
 const SERVER_INFO = { name: 'durable-mcp-host', title: 'Durable MCP host', version: '0.1.0' };
-const SCHEME = 'durable-host';
 
 export function createHostMcpServer(deps: HostMcpDeps): McpServer {
   const { service, user } = deps;
   const server = new McpServer(SERVER_INFO, {
     // `tasks`: chat runs as a task on the 2025-11-25 wire (./tasks.ts answers the task methods).
-    capabilities: { tools: {}, resources: {}, logging: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+    // `resources.subscribe`: in a 2025 session, to a running turn's record (./resources.ts).
+    capabilities: {
+      tools: {},
+      resources: deps.era === 'legacy' ? { subscribe: true } : {},
+      logging: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+    },
     instructions:
       'Each chat call is a durable turn of the host: it survives crashes of the host, tool calls run once, and calls that need a person wait for approval. Use list_approvals and decide_approval for calls waiting for a decision.',
   });
@@ -149,30 +155,4 @@ export function createHostMcpServer(deps: HostMcpDeps): McpServer {
 
   registerResources(server, deps);
   return server;
-}
-
-/** The caller's transcripts and turn records as resources. */
-function registerResources(server: McpServer, deps: HostMcpDeps): void {
-  const { service, user } = deps;
-  const json = (uri: URL, value: unknown) => ({ contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] });
-  server.registerResource(
-    'transcript',
-    new ResourceTemplate(`${SCHEME}://sessions/{sessionId}`, {
-      list: async () => ({
-        resources: (await service.sessions(user, 100)).map((s) => ({
-          uri: `${SCHEME}://sessions/${s.sessionId}`,
-          name: `session ${s.sessionId}`,
-          mimeType: 'application/json',
-        })),
-      }),
-    }),
-    { title: 'Session transcript', description: 'One of your sessions: its messages and what it is doing now.', mimeType: 'application/json' },
-    async (uri, { sessionId }) => json(uri, await service.session(user, SessionId.parse(String(sessionId)))),
-  );
-  server.registerResource(
-    'turn',
-    new ResourceTemplate(`${SCHEME}://turns/{turnId}`, { list: undefined }),
-    { title: 'Turn record', description: 'One of your turns: status, answer, tool calls, pending approvals.', mimeType: 'application/json' },
-    async (uri, { turnId }) => json(uri, await service.view(user, TurnId.parse(String(turnId)))),
-  );
 }
