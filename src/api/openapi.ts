@@ -129,6 +129,28 @@ Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`do
 | \`done\` | \`{ status: "completed" }\` |
 | \`error\` | \`{ code, message }\`: the turn failed |`;
 
+/** One event of the SSE stream as a parser delivers it (frames, comments and `retry:` aside). */
+const SSE_EVENT_SCHEMA: JsonSchema = {
+  type: 'object',
+  description:
+    'One server-sent event. On the wire: frames of `id:` (durable events only), `event:` and `data:` lines separated by blank lines, ' +
+    'a `retry: 1000` line first and `: keep-alive` comment lines between events.',
+  required: ['event', 'data'],
+  properties: {
+    event: { type: 'string', enum: [...SSE_EVENT_TYPES], description: 'The event type: a row of the table above.' },
+    data: { type: 'string', description: 'One line of JSON: the fields in the table above, plus `turnId` and `at`.' },
+    id: {
+      type: 'string',
+      pattern: '^[1-9][0-9]*$',
+      description: "A durable event's id. An event without its own keeps the last id seen, as SSE parsers report it (`lastEventId`).",
+    },
+  },
+  example: {
+    event: STREAM_OPENING_EVENT,
+    data: '{"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}',
+  },
+};
+
 const WS_DEFAULT_FRAME_LIMIT = wsMaxFrameBytes(DEFAULT_MAX_MESSAGE_CHARS);
 
 const WS_PROTOCOL = `Upgrades to a WebSocket (\`101 Switching Protocols\`) for one session of the caller:
@@ -259,16 +281,12 @@ export const routeSchemas = {
         description: `The event stream (\`text/event-stream\`): the events ${SSE_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}, as in the table above.`,
         content: {
           'text/event-stream': {
-            schema: {
-              type: 'string',
-              format: 'event-stream',
-              description:
-                'Server-sent events: frames of `id:` (durable events only), `event:` (the type) and `data:` (one line of JSON: the fields in the table above, ' +
-                'plus `turnId` and `at`) lines, separated by blank lines; `: keep-alive` comment lines between them.',
-              example:
-                `retry: 1000\n\nevent: ${STREAM_OPENING_EVENT}\ndata: {"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}\n\n` +
-                'id: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.010Z"}\n\n',
-            },
+            // Before OpenAPI 3.2 (`itemSchema`), a text/event-stream schema describes one event as an
+            // SSE parser delivers it: the reading of tools that check streams against it (schemathesis).
+            schema: SSE_EVENT_SCHEMA,
+            example:
+              `retry: 1000\n\nevent: ${STREAM_OPENING_EVENT}\ndata: {"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}\n\n` +
+              'id: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.010Z"}\n\n',
           },
         },
       },
