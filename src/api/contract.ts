@@ -82,7 +82,10 @@ export const InputBody = z
     content: z
       .record(z.string().max(128), z.union([z.string().max(10_000), z.number(), z.boolean(), z.array(z.string().max(1_000)).max(100)]))
       .optional()
-      .describe("With `accept`: the answer, checked against the question's `requestedSchema` (defaults the answer leaves out are filled in)."),
+      .describe(
+        "With `accept`: the answer, checked against the question's `requestedSchema` (defaults the answer leaves out are filled in). " +
+          'Property names are at most 128 characters.',
+      ),
   })
   .strict();
 export const EventsQuery = z.object({

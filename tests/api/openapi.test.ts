@@ -139,7 +139,7 @@ test("the SSE stream's opening event is documented from its contract schema: nam
     expect(row).toContain(schema.isOptional() ? `${field}?` : field);
   }
   expect(row).toMatch(/no `id`/);
-  const example = (events.responses['200']?.content?.['text/event-stream'] as { example: string }).example;
+  const example = (events.responses['200']?.content?.['text/event-stream'] as unknown as { example: string }).example;
   const [retry, opening, durable] = example.split('\n\n');
   expect(retry).toBe('retry: 1000');
   const parsed = parseSseBlock(opening ?? '');
