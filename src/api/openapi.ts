@@ -64,6 +64,7 @@ const ERROR_CODES: Record<number, string> = {
   413: '`payload_too_large`: the body is over 1 MiB, or the message text is over `MAX_MESSAGE_CHARS` characters.',
   414: '`uri_too_long`: a path parameter is over 256 characters.',
   415: '`unsupported_media_type`: send `application/json`.',
+  431: '`header_fields_too_large`: the request line (path and query) and headers together are over 16 KiB.',
   429: '`rate_limited`: too many messages for this user or tenant in the current minute; or `token_budget_exhausted`: the day\'s token budget (host config `budgets`) is used up. Retry after `Retry-After` seconds.',
   503: '`unavailable`: the workflow service (Temporal) cannot be reached; try again shortly.',
 };
@@ -434,11 +435,15 @@ const METHOD_NOT_ALLOWED = {
   content: { 'application/json': { schema: errorBody as { type: 'object' } } },
 };
 
-/** `schema` with the errors the router itself may answer on `url`: 414 for an over-long path parameter. */
+/**
+ * `schema` with the errors the server answers before any handler on `url`: 431 for headers over the
+ * limit (any route; src/api/client-errors.ts), 414 for an over-long path parameter.
+ */
 function withRouterErrors(schema: FastifySchema, url: string): FastifySchema {
   const response = (schema.response ?? {}) as Record<string, unknown>;
-  if (!url.includes(':') || schema.hide || '414' in response) return schema;
-  return { ...schema, response: { ...response, ...errors([414]) } };
+  if (schema.hide) return schema;
+  const statuses = [...(url.includes(':') ? [414] : []), 431].filter((s) => !(String(s) in response));
+  return statuses.length ? { ...schema, response: { ...response, ...errors(statuses) } } : schema;
 }
 
 /** `version` of this project's package.json (found upwards from here: src/api or dist/src/api). */

@@ -122,7 +122,7 @@ test('/v1 routes require the bearer JWT and document the JSON errors; /healthz r
   }
   expect(doc.paths['/healthz']?.get?.security).toBeUndefined();
   const post = doc.paths['/v1/sessions/{sessionId}/messages']?.post as Operation & { parameters: Array<{ in: string; name: string }> };
-  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '414', '415', '429', '503']);
+  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '414', '415', '429', '431', '503']);
   expect(post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'Idempotency-Key' })]));
   const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { parameters: Array<{ in: string; name: string }> };
   expect(Object.keys(events.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
@@ -277,4 +277,25 @@ test("the SSE 200 schema describes one event as a parser delivers it, and every 
   for (const event of events) expect({ event, valid: validate(event), errors: validate.errors ?? null }).toEqual({ event, valid: true, errors: null });
   // An event type outside the table is a contradiction too.
   expect(validate({ event: 'message', data: '{}' })).toBe(false);
+});
+
+test('headers over the server limit get 431 in the API error shape, documented on every operation', async () => {
+  // Found by the contract fuzzer: Node refuses a query string past 16 KiB before any route, and the
+  // answer was undocumented and in Fastify's own shape.
+  const { app, doc } = await setup();
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const m of METHODS.filter((x) => item[x])) {
+      const schema = item[m]?.responses['431']?.content?.['application/json']?.schema;
+      expect({ path, m, documented: schema !== undefined }).toEqual({ path, m, documented: true });
+    }
+  }
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const res = await fetch(`${url}/v1/turns/turn-s1-abc/events?after=${'1'.repeat(20_000)}`, { headers: ALICE });
+    expect(res.status).toBe(431);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toEqual({ error: { code: 'header_fields_too_large', message: expect.any(String) } });
+  } finally {
+    await app.close();
+  }
 });
