@@ -10,6 +10,10 @@ TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
 export TEMPORAL_CLI
 CHROMIUM_PATH="$(bash scripts/ensure-chromium.sh)"
 export CHROMIUM_PATH
+# The HTTP contract fuzzer (tests/e2e/contract-fuzz.e2e.test.ts): the pinned schemathesis from PyPI,
+# installed into .tools/ on first use, before jest rather than inside a test's timeout.
+SCHEMATHESIS_CLI="$(bash scripts/ensure-schemathesis.sh)"
+export SCHEMATHESIS_CLI
 # The full Temporal server on PostgreSQL (tests/e2e/scale-out-cluster.e2e.test.ts), built from Go
 # modules into .tools/ on first use: minutes, so before jest rather than inside a test's timeout.
 bash scripts/temporal-cluster.sh --build-only

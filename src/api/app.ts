@@ -12,6 +12,7 @@ import type { TurnGateway } from './gateway';
 import { registerOpenApi } from './openapi';
 import { logContextHook } from './request-log-context';
 import { answerUnmatched } from './unmatched';
+import { answerClientError } from './client-errors';
 import { needsUserToken } from './route-access';
 import type { OAuthStore } from '../security/oauth-store';
 import { approvalRoutes } from './routes/approvals';
@@ -114,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: 1024 * 1024,
     // Turn ids reach ~110 characters (64-character session ids); the default limit is 100.
     routerOptions: { maxParamLength: 256 },
+    // Requests Node cannot parse (headers over 16 KiB: 431, ...) get the API's JSON error shape too.
+    clientErrorHandler: answerClientError,
     // Router-level rejections (bad URL encoding, over-long parameters) get the same JSON error shape.
     frameworkErrors: (err, _request, reply) => {
       void (reply as unknown as FastifyReply).status(err.statusCode ?? 400).send({

@@ -82,21 +82,26 @@ export const InputBody = z
     content: z
       .record(z.string().max(128), z.union([z.string().max(10_000), z.number(), z.boolean(), z.array(z.string().max(1_000)).max(100)]))
       .optional()
-      .describe("With `accept`: the answer, checked against the question's `requestedSchema` (defaults the answer leaves out are filled in)."),
+      .describe(
+        "With `accept`: the answer, checked against the question's `requestedSchema` (defaults the answer leaves out are filled in). " +
+          'Property names are at most 128 characters.',
+      ),
   })
   .strict();
-export const EventsQuery = z.object({
-  after: z.coerce
-    .number()
-    .int()
-    .nonnegative()
-    .optional()
-    .describe('Resume after this event id (alternative to `Last-Event-ID`, which wins when both are sent).'),
-  access_token: z
-    .string()
-    .optional()
-    .describe("The caller's JWT, for browsers' `EventSource`, which cannot send headers; redacted from logs. `Authorization` wins when both are sent."),
-});
+export const EventsQuery = z
+  .object({
+    after: z.coerce
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('Resume after this event id (alternative to `Last-Event-ID`, which wins when both are sent).'),
+    access_token: z
+      .string()
+      .optional()
+      .describe("The caller's JWT, for browsers' `EventSource`, which cannot send headers; redacted from logs. `Authorization` wins when both are sent."),
+  })
+  .strict();
 /** What an authorization server appends to the redirect URI (RFC 6749 §4.1.2). */
 export const OAuthCallbackQuery = z.object({
   state: z.string().min(1).max(512).describe('The authorization request this answers (the host made it up; unguessable).'),

@@ -66,6 +66,7 @@ const ERROR_CODES: Record<number, string> = {
   413: '`payload_too_large`: the body is over 1 MiB, or the message text is over `MAX_MESSAGE_CHARS` characters.',
   414: '`uri_too_long`: a path parameter is over 256 characters.',
   415: '`unsupported_media_type`: send `application/json`.',
+  431: '`header_fields_too_large`: the request line (path and query) and headers together are over 16 KiB.',
   429: '`rate_limited`: too many messages for this user or tenant in the current minute; or `token_budget_exhausted`: the day\'s token budget (host config `budgets`) is used up. Retry after `Retry-After` seconds.',
   503: '`unavailable`: the workflow service (Temporal) cannot be reached; try again shortly.',
 };
@@ -130,6 +131,28 @@ Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`do
 | \`cancelled\` | \`{ status: "cancelled" }\` |
 | \`done\` | \`{ status: "completed" }\` |
 | \`error\` | \`{ code, message }\`: the turn failed |`;
+
+/** One event of the SSE stream as a parser delivers it (frames, comments and `retry:` aside). */
+const SSE_EVENT_SCHEMA: JsonSchema = {
+  type: 'object',
+  description:
+    'One server-sent event. On the wire: frames of `id:` (durable events only), `event:` and `data:` lines separated by blank lines, ' +
+    'a `retry: 1000` line first and `: keep-alive` comment lines between events.',
+  required: ['event', 'data'],
+  properties: {
+    event: { type: 'string', enum: [...SSE_EVENT_TYPES], description: 'The event type: a row of the table above.' },
+    data: { type: 'string', description: 'One line of JSON: the fields in the table above, plus `turnId` and `at`.' },
+    id: {
+      type: 'string',
+      pattern: '^[1-9][0-9]*$',
+      description: "A durable event's id. An event without its own keeps the last id seen, as SSE parsers report it (`lastEventId`).",
+    },
+  },
+  example: {
+    event: STREAM_OPENING_EVENT,
+    data: '{"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}',
+  },
+};
 
 const WS_DEFAULT_FRAME_LIMIT = wsMaxFrameBytes(DEFAULT_MAX_MESSAGE_CHARS);
 
@@ -261,16 +284,12 @@ export const routeSchemas = {
         description: `The event stream (\`text/event-stream\`): the events ${SSE_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}, as in the table above.`,
         content: {
           'text/event-stream': {
-            schema: {
-              type: 'string',
-              format: 'event-stream',
-              description:
-                'Server-sent events: frames of `id:` (durable events only), `event:` (the type) and `data:` (one line of JSON: the fields in the table above, ' +
-                'plus `turnId` and `at`) lines, separated by blank lines; `: keep-alive` comment lines between them.',
-              example:
-                `retry: 1000\n\nevent: ${STREAM_OPENING_EVENT}\ndata: {"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}\n\n` +
-                'id: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.010Z"}\n\n',
-            },
+            // Before OpenAPI 3.2 (`itemSchema`), a text/event-stream schema describes one event as an
+            // SSE parser delivers it: the reading of tools that check streams against it (schemathesis).
+            schema: SSE_EVENT_SCHEMA,
+            example:
+              `retry: 1000\n\nevent: ${STREAM_OPENING_EVENT}\ndata: {"turnId":"turn-demo-k1","sessionId":"demo","status":"running","position":1,"at":"2026-01-01T00:00:00.000Z"}\n\n` +
+              'id: 1\nevent: status\ndata: {"status":"running","phase":"queued","turnId":"turn-demo-k1","at":"2026-01-01T00:00:00.010Z"}\n\n',
           },
         },
       },
@@ -438,11 +457,15 @@ const METHOD_NOT_ALLOWED = {
   content: { 'application/json': { schema: errorBody as { type: 'object' } } },
 };
 
-/** `schema` with the errors the router itself may answer on `url`: 414 for an over-long path parameter. */
+/**
+ * `schema` with the errors the server answers before any handler on `url`: 431 for headers over the
+ * limit (any route; src/api/client-errors.ts), 414 for an over-long path parameter.
+ */
 function withRouterErrors(schema: FastifySchema, url: string): FastifySchema {
   const response = (schema.response ?? {}) as Record<string, unknown>;
-  if (!url.includes(':') || schema.hide || '414' in response) return schema;
-  return { ...schema, response: { ...response, ...errors([414]) } };
+  if (schema.hide) return schema;
+  const statuses = [...(url.includes(':') ? [414] : []), 431].filter((s) => !(String(s) in response));
+  return statuses.length ? { ...schema, response: { ...response, ...errors(statuses) } } : schema;
 }
 
 /** `version` of this project's package.json (found upwards from here: src/api or dist/src/api). */

@@ -180,6 +180,18 @@ test('events are SSE with ids; Last-Event-ID and ?after resume after that id', a
   expect([...after.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['2', '3']);
 });
 
+test('events refuse what the document refuses: a query parameter it does not list, a Last-Event-ID that is no event id', async () => {
+  // Found by the contract fuzzer: both used to be ignored, so a typo (`?afer=2`) silently replayed everything.
+  const { app } = await setup();
+  const { turnId } = (await post(app, '/v1/sessions/s1/messages', { text: 'hi' })).json();
+  for (const opts of [{ url: `/v1/turns/${turnId}/events?afer=2` }, { url: `/v1/turns/${turnId}/events`, headers: { 'last-event-id': 'two' } }]) {
+    const res = await app.inject({ method: 'GET', ...opts });
+    expect([res.statusCode, res.json().error.code]).toEqual([400, 'invalid_request']);
+  }
+  const ok = await app.inject({ method: 'GET', url: `/v1/turns/${turnId}/events?after=1&access_token=ignored`, headers: { 'last-event-id': '2' } });
+  expect([...ok.body.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['3']);
+});
+
 test("the stream's first event comes from the API at once, before the turn's workflow has said anything; it takes no id and resuming is unchanged", async () => {
   const gateway = fakeGateway();
   // Temporal has not run the turn's first workflow task yet: a read of the turn waits (until released).

@@ -1,6 +1,7 @@
 import { memoryRateLimiters } from '../../src/api/rate-limits';
 import { MemoryOAuthStore } from '../../src/security/oauth-store';
 import SwaggerParser from '@apidevtools/swagger-parser';
+import Ajv from 'ajv';
 import Fastify, { type RouteOptions } from 'fastify';
 import { buildApp, type Authenticator } from '../../src/api/app';
 import { HttpError } from '../../src/api/errors';
@@ -37,7 +38,17 @@ const gateway = {
   async temporalHealth() {
     return { ok: true };
   },
+  // One finished turn of alice's, for the stream's shape.
+  async getTurn(turnId: string, after = 0) {
+    if (turnId !== DONE_TURN) return null;
+    const events = ['status', 'text', 'done'].map((type, i) => ({ id: i + 1, type, at: '2026-01-01T00:00:00.000Z', data: type === 'text' ? { text: 'hi' } : { status: 'completed' } }));
+    return {
+      turnId, sessionId: 's1', owner: { id: 'alice', tenant: 'demo' }, status: 'completed', text: 'hi', toolCalls: [], steps: 1,
+      events: events.filter((e) => e.id > after),
+    };
+  },
 } as unknown as TurnGateway;
+const DONE_TURN = 'turn-s1-done';
 
 const fakeAuth: Authenticator = {
   async authenticate(header) {
@@ -111,7 +122,7 @@ test('/v1 routes require the bearer JWT and document the JSON errors; /healthz r
   }
   expect(doc.paths['/healthz']?.get?.security).toBeUndefined();
   const post = doc.paths['/v1/sessions/{sessionId}/messages']?.post as Operation & { parameters: Array<{ in: string; name: string }> };
-  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '414', '415', '429', '503']);
+  expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '409', '413', '414', '415', '429', '431', '503']);
   expect(post.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'Idempotency-Key' })]));
   const events = doc.paths['/v1/turns/{turnId}/events']?.get as Operation & { parameters: Array<{ in: string; name: string }> };
   expect(Object.keys(events.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
@@ -128,7 +139,7 @@ test("the SSE stream's opening event is documented from its contract schema: nam
     expect(row).toContain(schema.isOptional() ? `${field}?` : field);
   }
   expect(row).toMatch(/no `id`/);
-  const example = (events.responses['200']?.content?.['text/event-stream']?.schema as { example: string }).example;
+  const example = (events.responses['200']?.content?.['text/event-stream'] as unknown as { example: string }).example;
   const [retry, opening, durable] = example.split('\n\n');
   expect(retry).toBe('retry: 1000');
   const parsed = parseSseBlock(opening ?? '');
@@ -230,4 +241,61 @@ test('the SSE stream is documented as text/event-stream with a row for every eve
   expect(ws.responses['426']?.content?.['application/json']?.schema).toBeDefined();
   const plain = await app.inject({ method: 'GET', url: '/ws', headers: ALICE });
   expect([plain.statusCode, plain.json().error.code]).toEqual([426, 'upgrade_required']);
+});
+
+/** A stream's events as an SSE parser delivers them: `data` as text, `id` carried over to events without one. */
+function deliveredEvents(stream: string): Array<Record<string, string>> {
+  const out: Array<Record<string, string>> = [];
+  let lastId: string | undefined;
+  for (const block of stream.split('\n\n')) {
+    const fields: Record<string, string> = {};
+    const data: string[] = [];
+    for (const line of block.split('\n')) {
+      if (line === '' || line.startsWith(':')) continue;
+      const [field = '', ...rest] = line.split(':');
+      const value = rest.join(':').replace(/^ /, '');
+      if (field === 'data') data.push(value);
+      else if (field === 'id') lastId = value;
+      else if (field === 'event') fields.event = value;
+    }
+    if (data.length > 0) out.push({ event: fields.event ?? 'message', data: data.join('\n'), ...(lastId !== undefined ? { id: lastId } : {}) });
+  }
+  return out;
+}
+
+test("the SSE 200 schema describes one event as a parser delivers it, and every event of a real stream fits it", async () => {
+  // Before OpenAPI 3.2, tools read a text/event-stream schema per event (schemathesis did, and found a
+  // `type: string` for the whole stream contradicted by every event).
+  const { app, doc } = await setup();
+  const media = doc.paths['/v1/turns/{turnId}/events']?.get?.responses['200']?.content?.['text/event-stream'] as { schema: Record<string, unknown>; example: string };
+  expect(media.schema).toEqual(expect.objectContaining({ type: 'object', required: ['event', 'data'] }));
+  const validate = new Ajv({ strict: false }).compile(media.schema);
+  const res = await app.inject({ method: 'GET', url: `/v1/turns/${DONE_TURN}/events`, headers: ALICE });
+  expect(res.statusCode).toBe(200);
+  const events = [...deliveredEvents(res.body), ...deliveredEvents(media.example)];
+  expect(events.map((e) => e.event)).toEqual([STREAM_OPENING_EVENT, 'status', 'text', 'done', STREAM_OPENING_EVENT, 'status']);
+  for (const event of events) expect({ event, valid: validate(event), errors: validate.errors ?? null }).toEqual({ event, valid: true, errors: null });
+  // An event type outside the table is a contradiction too.
+  expect(validate({ event: 'message', data: '{}' })).toBe(false);
+});
+
+test('headers over the server limit get 431 in the API error shape, documented on every operation', async () => {
+  // Found by the contract fuzzer: Node refuses a query string past 16 KiB before any route, and the
+  // answer was undocumented and in Fastify's own shape.
+  const { app, doc } = await setup();
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const m of METHODS.filter((x) => item[x])) {
+      const schema = item[m]?.responses['431']?.content?.['application/json']?.schema;
+      expect({ path, m, documented: schema !== undefined }).toEqual({ path, m, documented: true });
+    }
+  }
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const res = await fetch(`${url}/v1/turns/turn-s1-abc/events?after=${'1'.repeat(20_000)}`, { headers: ALICE });
+    expect(res.status).toBe(431);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toEqual({ error: { code: 'header_fields_too_large', message: expect.any(String) } });
+  } finally {
+    await app.close();
+  }
 });

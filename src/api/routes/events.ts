@@ -10,7 +10,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { LiveTextHub } from '../../live/hub';
 import { callerOf } from '../caller';
 import { sseFrame, sseOpening } from '../client-events';
-import { EventsQuery, parseRequest, TurnParams } from '../contract';
+import { EventsHeaders, EventsQuery, parseRequest, TurnParams } from '../contract';
 import type { TurnGateway } from '../gateway';
 import { routeSchemas } from '../openapi';
 import { followTurn } from '../turn-follower';
@@ -30,8 +30,9 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
   app.get('/v1/turns/:turnId/events', { schema: routeSchemas.turnEvents }, async (request, reply) => {
     const { turnId } = parseRequest(TurnParams, request.params, 'path');
     const query = parseRequest(EventsQuery, request.query ?? {}, 'query');
-    const header = request.headers['last-event-id'];
-    const after = (typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined) ?? query.after ?? 0;
+    // As documented: a Last-Event-ID that is not an event id is refused, not ignored.
+    const header = parseRequest(EventsHeaders, { 'Last-Event-ID': request.headers['last-event-id'] }, 'header')['Last-Event-ID'];
+    const after = (header !== undefined ? Number(header) : undefined) ?? query.after ?? 0;
 
     // The hub holds the turn's pushed events when its worker reaches this API: the owner's stream
     // starts from them without asking Temporal. Anyone else, or a turn the hub lacks, is read from
