@@ -17,7 +17,7 @@
  * event is normally pushed before its step's text (one publisher, in order) and a held chunk waits
  * `pollMs` for it before polling.
  */
-import type { LiveChunk } from '../live/chunk';
+import { aboutToolCall, type LiveChunk } from '../live/chunk';
 import { FINAL_EVENT_STATUS } from '../live/turn-events';
 import type { LiveTextHub } from '../live/hub';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
@@ -132,7 +132,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
       return;
     }
     pending.push(c);
-    if (c.kind !== 'progress' && c.step > durableStep) {
+    if (!aboutToolCall(c) && c.step > durableStep) {
       if (early.step !== c.step) early = { step: c.step, polls: 0 };
       if (pollSoon || early.polls >= MAX_EARLY_POLLS) return;
       early.polls++;
@@ -167,8 +167,8 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   };
 
   function* release(): Generator<FeedItem> {
-    // Progress reports are about tool calls, not a step's text: they go out as they come.
-    while (!stopped && pending.length > 0 && ((pending[0] as LiveChunk).kind === 'progress' || (pending[0] as LiveChunk).step <= durableStep)) {
+    // Progress reports and notices of tool calls are not about a step's text: they go out as they come.
+    while (!stopped && pending.length > 0 && (aboutToolCall(pending[0] as LiveChunk) || (pending[0] as LiveChunk).step <= durableStep)) {
       const c = pending.shift() as LiveChunk;
       if (c.kind === 'notice' || c.kind === 'progress') {
         yield { type: 'live', chunk: c };
