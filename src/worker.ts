@@ -206,6 +206,15 @@ async function main(): Promise<void> {
       dataConverter,
       taskQueue: env.TASK_QUEUE,
       ...bundle,
+      // After a crash, how soon another worker goes on (docs/SCALING.md, "A crashed worker"). A turn's
+      // next workflow task first waits for its cached copy on this worker's sticky queue; from a worker
+      // that was killed no answer comes, and the server hands the task to the shared queue only after
+      // this (10 s by default). A live worker takes its sticky tasks within milliseconds, so 3 s costs a
+      // busy one at most a replay elsewhere.
+      stickyQueueScheduleToStartTimeout: '3 seconds',
+      // Heartbeats reach the server at most this far apart (by default 80% of the heartbeat timeout):
+      // calls beat every third of their timeout, and each beat should arrive, not just two in three.
+      maxHeartbeatThrottleInterval: '1 second',
       interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor] },
       // Turn outcomes and approval waits for metrics: called by the turn workflow, never during replay
       // (the turn logs its own start and end).

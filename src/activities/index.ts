@@ -1,9 +1,10 @@
+import { hostname } from 'node:os';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
 import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
 import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
-import { retryNotice } from './retry-notice';
+import { retryingToolMessage, retryNotice } from './retry-notice';
 import { isMcpFailure, McpTransientError } from '../mcp/failures';
 import { isReadOnly, repeatSafety } from '../mcp/repeat-safety';
 import type { LlmOutcome, ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
@@ -44,6 +45,8 @@ export interface ActivityDeps {
   secrets: readonly string[];
   /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
   heartbeatEveryMs?: number;
+  /** This worker in tool calls' heartbeat details (default: the SDK's default identity, pid@host). */
+  workerId?: string;
   /** Where LLM text deltas go while they stream (to the API's live hub); never part of history. */
   live?: LivePublisher;
   /** Opens a sealed user token (undefined when it cannot); absent when no seal key is configured. */
@@ -91,6 +94,7 @@ export interface GatheredContext {
 /** Activities are closures over the worker's long-lived dependencies; the worker owns their lifetimes. */
 export function createActivities(deps: ActivityDeps) {
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
+  const workerId = deps.workerId ?? `${process.pid}@${hostname()}`;
   const scrub = (text: string) => scrubSecrets(text, deps.secrets);
   /** The catalog this worker listed last: what tool names in an LLM request resolve against. */
   let lastCatalog: Catalog | undefined;
@@ -291,6 +295,11 @@ export function createActivities(deps: ActivityDeps) {
     async callTool(input: ToolCallInput): Promise<ToolOutcome> {
       const ctx = Context.current();
       const started = performance.now();
+      const previous = ctx.info.heartbeatDetails as { task?: ToolTaskRef; sent?: boolean; worker?: string } | undefined;
+      // Watching clients hear at once that the call goes on, and where, rather than wait in silence while
+      // a fresh worker lists its tools. (If the request must not be sent again, the turn's durable
+      // `tool_outcome_unknown` notice follows and says so.)
+      if (ctx.info.attempt > 1 && input.toolCallId) deps.live?.toolNotice(input.turnId, input.toolCallId, ctx.info.attempt, retryingToolMessage(input.llmName, ctx.info.attempt, previous?.worker, workerId));
       // One info line per attempt: names, duration and outcome, never arguments or results.
       const observe = (outcome: ToolOutcomeLabel, errorClass?: ToolErrorClass) => {
         const seconds = (performance.now() - started) / 1000;
@@ -337,9 +346,9 @@ export function createActivities(deps: ActivityDeps) {
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
       // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
       const elicitation = new ElicitationSession(input.elicitations);
-      const previous = ctx.info.heartbeatDetails as { task?: ToolTaskRef; sent?: boolean } | undefined;
       const resumeTask = previous?.task && typeof previous.task.taskId === 'string' ? previous.task : undefined;
-      let details: { task?: ToolTaskRef; progress?: unknown; sent?: boolean } = resumeTask ? { task: resumeTask, sent: true } : {};
+      // Which worker beat last: the next attempt can tell whether it runs elsewhere (its worker stopped).
+      let details: { task?: ToolTaskRef; progress?: unknown; sent?: boolean; worker: string } = resumeTask ? { task: resumeTask, sent: true, worker: workerId } : { worker: workerId };
       // Sent again only when that cannot apply it twice (src/mcp/repeat-safety.ts), or when it
       // provably never reached the server; otherwise the model and the user hear "outcome unknown".
       const safety = repeatSafety(deps.hub.serverConfig?.(input.server), entry);

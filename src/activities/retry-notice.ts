@@ -32,3 +32,13 @@ export function retryNotice(opts: { attempt: number; policy?: RetryPolicy; retry
     message: `${opts.reason}. Retrying in ${seconds} (attempt ${nextAttempt}${max > 0 ? ` of ${max}` : ''}).`,
   };
 }
+
+/**
+ * What a client streaming a turn is told when a tool call's attempt after the first starts: on another
+ * worker when the attempt before beat from a different one (that worker stopped answering), otherwise
+ * simply again.
+ */
+export function retryingToolMessage(tool: string, attempt: number, previousWorker: string | undefined, thisWorker: string): string {
+  const where = previousWorker !== undefined && previousWorker !== thisWorker ? ' on another worker' : '';
+  return `retrying ${tool}${where} (attempt ${attempt})`;
+}

@@ -28,12 +28,17 @@ function livePayload(c: LiveChunk) {
     };
   }
   if (c.kind === 'reset') return { kind: 'reset' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, reason: 'llm_retry' };
+  if (c.kind === 'notice' && c.toolCallId !== undefined) {
+    return { kind: 'notice' as const, turnId: c.turnId, toolCallId: c.toolCallId, attempt: c.attempt, code: TOOL_RETRY_NOTICE, message: c.text };
+  }
   if (c.kind === 'notice') return { kind: 'notice' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, code: LLM_RETRY_NOTICE, message: c.text };
   return { kind: 'delta' as const, turnId: c.turnId, step: c.step, attempt: c.attempt, offset: c.offset, text: c.text };
 }
 
 /** The code of the live notice an LLM attempt's failure sends (another attempt follows). */
 export const LLM_RETRY_NOTICE = 'llm_retry';
+/** The code of the live notice a tool call's next attempt sends as it starts (the one before was lost or failed). */
+export const TOOL_RETRY_NOTICE = 'tool_retry';
 
 /**
  * The frame every SSE stream of a turn opens with: the turn as `state` shows it (the hub's view or a

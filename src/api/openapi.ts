@@ -120,7 +120,7 @@ Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`do
 | \`text_delta\` | \`{ step, attempt, offset, text }\`, no \`id\`: a piece of the answer while the model streams it; append \`text\` at \`offset\`. Text of step n comes after every event up to that step's \`calling_llm\` status |
 | \`text_reset\` | \`{ step, attempt, reason }\`, no \`id\`: discard the partial text of that step (the model call is retried) |
 | \`waiting\` | \`{ turnId, behind, status, pendingApprovals, cancelUrl }\`, no \`id\`: while the turn is queued, what holds it up, sent when it changes: the session's turn ahead (\`behind\`), whether that one is \`running\` or \`awaiting_approval\`, its pending calls (each with \`deadline\` and \`decideUrl\`), and \`cancelUrl\` to cancel it |
-| \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\`, or \`tool_outcome_unknown\` (with \`toolCallId\`, \`tool\`: a call whose answer was lost and that was not safe to send again). Also live, without \`id\`: \`{ code: "llm_retry", message, step, attempt }\` when an LLM attempt failed and another follows (the message names the endpoint, the reason, when and which attempt; a stream opened during the wait gets the latest one) |
+| \`notice\` | \`{ code, message, server? }\`: degraded service, e.g. \`server_unavailable\`, \`context_unavailable\`, \`tools_unavailable\`, or \`tool_outcome_unknown\` (with \`toolCallId\`, \`tool\`: a call whose answer was lost and that was not safe to send again). Also live, without \`id\`: \`{ code: "llm_retry", message, step, attempt }\` when an LLM attempt failed and another follows (the message names the endpoint, the reason, when and which attempt; a stream opened during the wait gets the latest one); \`{ code: "tool_retry", message, toolCallId, attempt }\` when a tool call's next attempt starts, e.g. on another worker after its worker stopped (only to streams open then) |
 | \`approval_required\` | \`{ toolCallId, name, server, tool, arguments, step }\`: decide with \`POST /v1/turns/{turnId}/approvals/{toolCallId}\` |
 | \`approval_decided\` | \`{ toolCallId, decision: approved, rejected or timed_out, by? }\` |
 | \`authorization_required\` | \`{ toolCallId, name, server, authorizationUrl, step, expiresInMs }\`: an OAuth-protected server needs the user's consent; open the URL, the turn waits |
@@ -193,6 +193,7 @@ Server to client:
     text of that step (the model call is retried);
   - \`tool_progress\` \`{ turnId, toolCallId, progress, total?, message? }\`: a running tool call's server reported progress (live, no id);
   - \`system\` \`{ code: "llm_retry", message, turnId }\` when an LLM attempt failed and another follows (live, no id);
+  - \`system\` \`{ code: "tool_retry", message, turnId }\` when a tool call's next attempt starts (live, no id);
   - \`waiting\` \`{ turnId, behind, status, pendingApprovals, cancelUrl }\` while a turn is queued, when what holds it
     up changes (live, no id; see the SSE \`waiting\` event);
 - \`error\` \`{ code, message, turnId? }\` for a refused frame, one of ${WS_ERROR_CODES.map((c) => `\`${c}\``).join(', ')}

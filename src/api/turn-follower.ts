@@ -18,7 +18,7 @@
  * event is normally pushed before its step's text (one publisher, in order) and a held chunk waits
  * `pollMs` for it before polling.
  */
-import type { LiveChunk } from '../live/chunk';
+import { aboutToolCall, type LiveChunk } from '../live/chunk';
 import { FINAL_EVENT_STATUS } from '../live/turn-events';
 import type { LiveTextHub } from '../live/hub';
 import { TERMINAL_STATUSES, type TurnEvent, type TurnState } from '../shared/turn';
@@ -136,11 +136,11 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
     // Text arriving proves the pushes arrive: the safety-net read waits for a quiet spell counted from
     // now, at its shortest. Silence after text (its source died) is then found within quietPollMs,
     // not after a back-off that grew during a long step.
-    if (pushing && (c.kind === 'progress' || c.step <= durableStep)) {
+    if (pushing && (aboutToolCall(c) || c.step <= durableStep)) {
       quiet = quietPollMs;
       nextPollAt = Math.max(nextPollAt, Date.now() + quietPollMs);
     }
-    if (c.kind !== 'progress' && c.step > durableStep) {
+    if (!aboutToolCall(c) && c.step > durableStep) {
       if (early.step !== c.step) early = { step: c.step, polls: 0 };
       if (pollSoon || early.polls >= MAX_EARLY_POLLS) return;
       early.polls++;
@@ -183,8 +183,8 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   };
 
   function* release(): Generator<FeedItem> {
-    // Progress reports are about tool calls, not a step's text: they go out as they come.
-    while (!stopped && pending.length > 0 && ((pending[0] as LiveChunk).kind === 'progress' || (pending[0] as LiveChunk).step <= durableStep)) {
+    // Progress reports and notices of tool calls are not about a step's text: they go out as they come.
+    while (!stopped && pending.length > 0 && (aboutToolCall(pending[0] as LiveChunk) || (pending[0] as LiveChunk).step <= durableStep)) {
       const c = pending.shift() as LiveChunk;
       if (c.kind === 'notice' || c.kind === 'progress') {
         yield { type: 'live', chunk: c };

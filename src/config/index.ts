@@ -213,10 +213,15 @@ export const HostConfigSchema = z
         llmStartToCloseMs: z.number().int().min(1_000).default(120_000),
         llmHeartbeatMs: z.number().int().min(500).default(30_000),
         toolStartToCloseMs: z.number().int().min(1_000).default(600_000),
-        toolHeartbeatMs: z.number().int().min(500).default(20_000),
+        /**
+         * How long a tool call may go without a heartbeat before it is retried elsewhere: the window a
+         * crashed worker stalls the call. A running call beats every third of it (ACTIVITY_HEARTBEAT_MS at
+         * most), progress or not, so only a dead or frozen worker misses it (docs/SCALING.md, "A crashed worker").
+         */
+        toolHeartbeatMs: z.number().int().min(500).default(5_000),
       })
       .strict()
-      .default({ llmStartToCloseMs: 120_000, llmHeartbeatMs: 30_000, toolStartToCloseMs: 600_000, toolHeartbeatMs: 20_000 }),
+      .default({ llmStartToCloseMs: 120_000, llmHeartbeatMs: 30_000, toolStartToCloseMs: 600_000, toolHeartbeatMs: 5_000 }),
     /** Conversations (seed 004 HistoryManagementOptions plus the session workflow's limits). */
     sessions: z
       .object({

@@ -48,6 +48,7 @@ export const LiveChunkSchema = z
     /**
      * `reset`: a new attempt starts, discard partial text; `end`: the step's text is complete;
      * `notice`: this attempt failed and another follows (`text` says why and when; not part of the answer);
+     * with `toolCallId`, about that tool call (its attempt `attempt` starts; step 1), not about the step's text;
      * `progress`: a tool call's server reported progress (`toolCallId`, `progress`, `total`; `text` is its message);
      * `event`: a durable turn event (`event`, `turn`); `poll`: durable event `offset` exists but was too large to carry.
      * Step and attempt mean nothing for these three (1).
@@ -75,6 +76,9 @@ export const LiveChunkSchema = z
   .refine((c) => c.kind !== 'poll' || c.offset >= 1, { message: 'a poll chunk names the event id it stands for', path: ['offset'] });
 
 export type LiveChunk = z.output<typeof LiveChunkSchema>;
+
+/** Progress and notices of a tool call: about no step's text, they go out as they come and none is kept. */
+export const aboutToolCall = (c: LiveChunk): boolean => c.kind === 'progress' || (c.kind === 'notice' && c.toolCallId !== undefined);
 export type LiveChunkKind = LiveChunk['kind'];
 
 export const LiveBatchSchema = z.object({ chunks: z.array(LiveChunkSchema).max(MAX_BATCH_CHUNKS) });

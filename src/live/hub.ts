@@ -14,7 +14,7 @@
  * Durable events pushed on the same channel (kinds `event` and `poll`) are kept per turn in an event
  * store (./turn-events.ts) and passed to subscribers once each, the first copy of an id winning.
  */
-import type { LiveChunk } from './chunk';
+import { aboutToolCall, type LiveChunk } from './chunk';
 import { createTurnEventStore, type TurnEventStore } from './turn-events';
 
 export interface LiveSnapshot {
@@ -146,8 +146,8 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       emit(c.turnId, c);
       return;
     }
-    // Progress of a tool call is about no step's text: it goes to whoever listens now, nothing is kept.
-    if (c.kind === 'progress') {
+    // Progress and notices of a tool call are about no step's text: they go to whoever listens now, nothing is kept.
+    if (aboutToolCall(c)) {
       emit(c.turnId, c);
       return;
     }

@@ -52,6 +52,8 @@ export interface LivePublisher {
    * (MAX_EVENT_CHARS of JSON) goes as a `poll` hint, so the API reads it from Temporal instead.
    */
   event(turnId: string, event: TurnEvent, turn: PushedTurn): void;
+  /** A tool call's attempt `attempt` (> 1) starts after an earlier one was lost or failed: `message` says so. */
+  toolNotice(turnId: string, toolCallId: string, attempt: number, message: string): void;
   /** A tool call's server reported progress; only the latest report of a call waits in the queue. */
   progress(turnId: string, toolCallId: string, report: { progress: number; total?: number; message?: string }): void;
   /** Resolves once everything queued before the call has been sent (or dropped). Never rejects. */
@@ -323,6 +325,17 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       }
     },
 
+    toolNotice(turnId, toolCallId, attempt, message) {
+      try {
+        if (closed || !validIds(turnId, 1, attempt) || typeof toolCallId !== 'string' || toolCallId === '' || toolCallId.length > 200) return;
+        if (typeof message !== 'string' || message === '') return;
+        const text = scrub(message).slice(0, MAX_NOTICE_CHARS);
+        enqueue({ turnId, step: 1, attempt, kind: 'notice', offset: 0, text, toolCallId }, `${turnId}:${toolCallId}:${attempt}:notice`);
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
     progress(turnId, toolCallId, report) {
       try {
         if (closed || !validIds(turnId, 1, 1) || typeof toolCallId !== 'string' || toolCallId === '' || toolCallId.length > 200) return;
@@ -356,6 +369,7 @@ export function createNoopPublisher(): LivePublisher {
     delta() {},
     end() {},
     notice() {},
+    toolNotice() {},
     event() {},
     progress() {},
     async flush() {},

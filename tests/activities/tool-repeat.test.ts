@@ -8,7 +8,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../src/activities';
-import { parseMcpConfig } from '../../src/mcp/config';
+import { createNoopPublisher } from '../../src/live/publisher';
+import { parseMcpConfig, type McpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import { Failure } from '../../src/shared/failures';
 import { startApplyingServer, type ApplyingServer } from '../helpers/applying-server';
@@ -17,10 +18,11 @@ import { toolActivities } from '../helpers/tool-activities';
 let server: ApplyingServer;
 let hub: McpServerHub;
 let acts: ReturnType<typeof createActivities>;
+let config: McpConfig;
 
 beforeAll(async () => {
   server = await startApplyingServer();
-  const config = parseMcpConfig(
+  config = parseMcpConfig(
     {
       mcpServers: {
         // Nothing vouches for `apply` here: the server is third-party, the tool annotated destructive.
@@ -91,6 +93,25 @@ test('a later attempt whose predecessor never sent the request calls the tool', 
   const out = (await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: undefined }).run(acts.callTool, call('applying', 'apply'))) as { isError: boolean };
   expect(out.isError).toBe(false);
   expect(server.applied()).toBe(before + 1);
+});
+
+test("a later attempt tells the turn's streams that the call goes on, and where; its heartbeats name its worker", async () => {
+  const notices: unknown[][] = [];
+  const live = { ...createNoopPublisher(), toolNotice: (...args: unknown[]) => void notices.push(args) };
+  const { hub: ownHub, acts: ownActs } = toolActivities(config, { live, workerId: '12@here' });
+  try {
+    const env = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { worker: '11@gone' } });
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    await env.run(ownActs.callTool, { ...call('dedupes', 'apply'), toolCallId: 'call-7' });
+    expect(notices).toEqual([['turn-r-1', 'call-7', 2, 'retrying dedupes__apply on another worker (attempt 2)']]);
+    expect(beats).toContainEqual(expect.objectContaining({ sent: true, worker: '12@here' }));
+    // The first attempt says nothing.
+    await new MockActivityEnvironment().run(ownActs.callTool, { ...call('dedupes', 'apply'), toolCallId: 'call-8' });
+    expect(notices).toHaveLength(1);
+  } finally {
+    await ownHub.close();
+  }
 });
 
 test.each([

@@ -3,13 +3,13 @@
  * argument validator, no model (tool calls never reach it), and heartbeats every 100 ms.
  */
 import pino from 'pino';
-import { createActivities } from '../../src/activities';
+import { createActivities, type ActivityDeps } from '../../src/activities';
 import type { LlmClient } from '../../src/llm/client';
 import type { McpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import { createArgumentValidator } from '../../src/validation/json-schema';
 
-export function toolActivities(config: McpConfig): { hub: McpServerHub; acts: ReturnType<typeof createActivities> } {
+export function toolActivities(config: McpConfig, extra: Partial<ActivityDeps> = {}): { hub: McpServerHub; acts: ReturnType<typeof createActivities> } {
   const hub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
   const acts = createActivities({
     hub,
@@ -18,6 +18,7 @@ export function toolActivities(config: McpConfig): { hub: McpServerHub; acts: Re
     logger: pino({ level: 'silent' }),
     secrets: [],
     heartbeatEveryMs: 100,
+    ...extra,
   });
   return { hub, acts };
 }

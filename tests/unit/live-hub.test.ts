@@ -257,6 +257,16 @@ test('a notice goes to listeners as is, changes no text, and is kept for late jo
   expect(hub.lastNotice(T)).toBeUndefined();
 });
 
+test("a tool call's notice goes to listeners whatever the step's text, and is not kept", () => {
+  const { hub, seen } = setup({ idleMs: 60_000 });
+  hub.ingest([delta(0, 'step three', 3, 1)]);
+  const notice: LiveChunk = { turnId: T, step: 1, attempt: 2, kind: 'notice', offset: 0, text: 'retrying a__b on another worker (attempt 2)', toolCallId: 'call-1' };
+  hub.ingest([notice]);
+  expect(seen.at(-1)).toEqual(notice);
+  expect(hub.lastNotice(T)).toBeUndefined();
+  expect(hub.snapshot(T)?.text).toBe('step three');
+});
+
 test('a notice is validated like any chunk: text required to be short', () => {
   const ok = { turnId: T, step: 1, attempt: 1, kind: 'notice', offset: 0, text: 'why' };
   expect(LiveChunkSchema.safeParse(ok).success).toBe(true);

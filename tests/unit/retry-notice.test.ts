@@ -1,4 +1,4 @@
-import { retryNotice } from '../../src/activities/retry-notice';
+import { retryingToolMessage, retryNotice } from '../../src/activities/retry-notice';
 
 /** The notice an LLM attempt's failure sends: the next attempt and when, from the activity's own retry policy. */
 const reason = 'The model call failed: HTTP 503 from http://llm.local/v1';
@@ -25,4 +25,11 @@ test("the endpoint's Retry-After wins; an unlimited policy names no total", () =
     message: `${reason}. Retrying in about 7 s (attempt 2).`,
   });
   expect(retryNotice({ attempt: 1, policy: { initialInterval: 100 }, reason })?.message).toBe(`${reason}. Retrying in under a second (attempt 2).`);
+});
+
+test("a tool call's next attempt says it runs on another worker only when the last heartbeat came from one", () => {
+  expect(retryingToolMessage('payments__process_payment', 2, '11@a', '12@b')).toBe('retrying payments__process_payment on another worker (attempt 2)');
+  expect(retryingToolMessage('payments__process_payment', 3, '12@b', '12@b')).toBe('retrying payments__process_payment (attempt 3)');
+  // No heartbeat reached the server before the attempt ended: where it ran is not known.
+  expect(retryingToolMessage('payments__process_payment', 2, undefined, '12@b')).toBe('retrying payments__process_payment (attempt 2)');
 });
