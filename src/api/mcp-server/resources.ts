@@ -7,7 +7,7 @@
 import { type McpServer, ProtocolError, ProtocolErrorCode, ResourceTemplate } from '@modelcontextprotocol/server';
 import { SessionId, TurnId } from '../contract';
 import { followTurn } from '../turn-follower';
-import type { HostMcpDeps } from './server';
+import type { HostMcpDeps } from './deps';
 
 export const SCHEME = 'durable-host';
 const TURN_URI = new RegExp(`^${SCHEME}://turns/([^/?#]+)$`);

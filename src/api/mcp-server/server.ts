@@ -7,29 +7,14 @@
  */
 import { McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { UserContext } from '../../shared/user';
-import type { LiveTextHub } from '../../live/hub';
-import type { Logger } from '../../logger';
 import { SessionId, ToolCallId, TurnId } from '../contract';
 import { registerResources } from './resources';
-import type { TurnGateway } from '../gateway';
-import type { TurnService } from '../turns';
 import { chatInput, chatResult, createChat, idempotencyKeyOf } from './chat';
 import { asToolResult, jsonResult, toolError } from './results';
+import type { HostMcpDeps } from './deps';
 
-export interface HostMcpDeps {
-  service: TurnService;
-  gateway: Pick<TurnGateway, 'getTurn'>;
-  live?: LiveTextHub;
-  pollMs: number;
-  maxMessageChars: number;
-  stateKey: string;
-  logger?: Pick<Logger, 'error'>;
-  /** The verified caller of this request, and the bearer token it sent (sealed for servers that forward it). */
-  user: UserContext;
-  token: string;
-  era: 'legacy' | 'modern';
-}
+export type { HostMcpDeps } from './deps';
+
 
 const SERVER_INFO = { name: 'durable-mcp-host', title: 'Durable MCP host', version: '0.1.0' };
 
