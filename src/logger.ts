@@ -73,6 +73,8 @@ const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn',
  * after its turn was cancelled (or ended) finds no activity to complete. Logged at debug.
  */
 const EXPECTED = [/Activity not found on completion/i];
+/** The SDK's routine lifecycle lines, at debug: a start shows the host's own lines, not the SDK's. */
+const ROUTINE = [/^Worker state changed$/, /^No Nexus services registered/];
 
 /**
  * The Temporal SDK's logger (Runtime.install) on top of ours: the SDK's own messages, workflow `log`
@@ -91,7 +93,8 @@ export function temporalLogger(logger: Logger): {
   const log = (level: TemporalLevel, message: string, meta?: TemporalMeta): void => {
     // Symbol keys (the SDK's internal timestamp) are not data.
     const fields = meta ? Object.fromEntries(Object.entries(meta)) : {};
-    sdk[PINO_LEVEL[EXPECTED.some((m) => m.test(message)) && level === 'WARN' ? 'DEBUG' : level] ?? 'info'](fields, message);
+    const demoted = (level === 'WARN' && EXPECTED.some((m) => m.test(message))) || (level === 'INFO' && ROUTINE.some((m) => m.test(message)));
+    sdk[PINO_LEVEL[demoted ? 'DEBUG' : level] ?? 'info'](fields, message);
   };
   return {
     log,

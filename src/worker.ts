@@ -212,9 +212,9 @@ async function main(): Promise<void> {
       // this (10 s by default). A live worker takes its sticky tasks within milliseconds, so 3 s costs a
       // busy one at most a replay elsewhere.
       stickyQueueScheduleToStartTimeout: '3 seconds',
-      // Heartbeats reach the server at most this far apart (by default 80% of the heartbeat timeout):
-      // calls beat every third of their timeout, and each beat should arrive, not just two in three.
-      maxHeartbeatThrottleInterval: '1 second',
+      // Heartbeats keep the SDK's throttle (80% of the heartbeat timeout). A 1 s maximum was tried and
+      // stopped a cancelled turn's task from being cancelled on its server (tests/e2e/tasks.e2e.test.ts),
+      // so the tool heartbeat timeout is 10 s instead of 5 s (docs/SCALING.md, "A crashed worker").
       interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor] },
       // Turn outcomes and approval waits for metrics: called by the turn workflow, never during replay
       // (the turn logs its own start and end).
@@ -299,10 +299,10 @@ async function main(): Promise<void> {
         // Health says so now, not at the next scheduled report.
         phase = { phase: 'ready' };
         void reporter?.reportNow();
-        for (const s of statuses) {
-          if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');
-          else logger.info({ server: s.server, state: s.state, tools: s.toolCount }, 'MCP server ready');
-        }
+        // One line for the servers that are up, one warning for each that is not.
+        const ready = statuses.filter((s) => s.state !== 'unavailable');
+        if (ready.length) logger.info({ servers: Object.fromEntries(ready.map((s) => [s.server, { state: s.state, tools: s.toolCount }])) }, `MCP servers ready: ${ready.map((s) => s.server).join(', ')}`);
+        for (const s of statuses) if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');
       },
       (err: unknown) => {
         phase = { phase: 'ready' };

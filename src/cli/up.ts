@@ -46,8 +46,14 @@ async function checkPorts(ports: ReadonlyArray<{ variable: string; port: number;
   if (taken.length) throw new ConfigError(taken.join('\n'));
 }
 
+/** The lines a child prints for the launcher to parse (`API_URL=…`, `WORKER_READY`), not for people. */
+const MARKER_LINE = /^(?:[A-Z][A-Z_]*_URL=\S+|WORKER_READY)$/;
+
 function prefixed(name: string): (line: string) => void {
-  return log.child(name);
+  const child = log.child(name);
+  return (line) => {
+    if (!MARKER_LINE.test(line.trim())) child(line);
+  };
 }
 
 const EXAMPLE_MCP_CONFIG = path.join(root, 'examples', 'mcp.json');

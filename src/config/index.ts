@@ -218,10 +218,10 @@ export const HostConfigSchema = z
          * crashed worker stalls the call. A running call beats every third of it (ACTIVITY_HEARTBEAT_MS at
          * most), progress or not, so only a dead or frozen worker misses it (docs/SCALING.md, "A crashed worker").
          */
-        toolHeartbeatMs: z.number().int().min(500).default(5_000),
+        toolHeartbeatMs: z.number().int().min(500).default(10_000),
       })
       .strict()
-      .default({ llmStartToCloseMs: 120_000, llmHeartbeatMs: 30_000, toolStartToCloseMs: 600_000, toolHeartbeatMs: 5_000 }),
+      .default({ llmStartToCloseMs: 120_000, llmHeartbeatMs: 30_000, toolStartToCloseMs: 600_000, toolHeartbeatMs: 10_000 }),
     /** Conversations (seed 004 HistoryManagementOptions plus the session workflow's limits). */
     sessions: z
       .object({

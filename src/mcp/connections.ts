@@ -227,7 +227,8 @@ export class Connections {
     }
     conn.pid = session.pid();
     conn.alive = true;
-    this.logger.info(
+    // At debug: the worker says once which servers are ready (a reconnect after a failure says so at info).
+    this.logger.debug(
       { server: cfg.name, transport: kind, ...(conn.pid !== undefined ? { pid: conn.pid } : {}) },
       `MCP server connected: ${describeServer(cfg)}`,
     );

@@ -135,7 +135,7 @@ export const DEFAULT_ACTIVITY_TIMEOUTS: ActivityTimeouts = {
   llmStartToCloseMs: 120_000,
   llmHeartbeatMs: 30_000,
   toolStartToCloseMs: 600_000,
-  toolHeartbeatMs: 5_000,
+  toolHeartbeatMs: 10_000,
 };
 
 export interface TurnOptions {

@@ -4,6 +4,9 @@ import { callerOf } from '../caller';
 import { routeSchemas } from '../openapi';
 import type { TurnService } from '../turns';
 
+/** Load balancers and `npm start` ask these every second or so: their request lines only at warn and above. */
+const PROBE_LOG_LEVEL = 'warn';
+
 export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async (app, { service }) => {
   app.get('/v1/tools', { schema: routeSchemas.listTools }, async (request) => await service.catalog(callerOf(request)));
 
@@ -16,15 +19,15 @@ export const catalogRoutes: FastifyPluginAsync<{ service: TurnService }> = async
 
   // No token (see the auth hook): 503 when Temporal is unreachable, so whatever routes by health can
   // take the replica out (README, "Production stack").
-  app.get('/healthz', { schema: routeSchemas.healthz }, async (_request, reply) => {
+  app.get('/healthz', { schema: routeSchemas.healthz, logLevel: PROBE_LOG_LEVEL }, async (_request, reply) => {
     const health = await service.health();
     return reply.status(health.temporal.ok ? 200 : 503).send(health);
   });
 
   // For probes (README, "Health"): ready = a turn submitted here can run and stream; live = the process answers.
-  app.get('/healthz/ready', { schema: routeSchemas.healthzReady }, async (_request, reply) => {
+  app.get('/healthz/ready', { schema: routeSchemas.healthzReady, logLevel: PROBE_LOG_LEVEL }, async (_request, reply) => {
     const readiness = await service.ready();
     return reply.status(readiness.status === 'ready' ? 200 : 503).send(readiness);
   });
-  app.get('/healthz/live', { schema: routeSchemas.healthzLive }, async () => service.live());
+  app.get('/healthz/live', { schema: routeSchemas.healthzLive, logLevel: PROBE_LOG_LEVEL }, async () => service.live());
 };
