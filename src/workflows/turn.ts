@@ -11,6 +11,7 @@ import {
   proxyLocalActivities,
   proxySinks,
   type RetryPolicy,
+  setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -18,6 +19,7 @@ import type { Activities } from '../activities';
 import { buildInitialMessages, planToolCalls, truncate, type PlannedCall } from '../core/host-loop';
 import { readOnlyCallsStayLocal } from '../core/local-calls';
 import { decideTool, filterCatalog } from '../core/policy';
+import { createTurnPhase } from '../core/turn-phase';
 import { createTurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import type { TurnEnd } from '../shared/session';
@@ -95,11 +97,18 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
 
   const pushedTurn = { sessionId: input.sessionId, ...(user ? { owner: { id: user.id, tenant: user.tenant } } : {}) };
   const { turnEvents } = proxySinks<TurnEventSinks>();
+  // What the turn is doing, as the Temporal UI's "current details" (names only, no user data; read
+  // through the metadata query: no command, no history event).
+  const phase = createTurnPhase();
   const record = createTurnRecord(
     { turnId: input.turnId, ...pushedTurn },
     () => new Date().toISOString(),
-    // A copy of each event to the API, so streams need no query (a sink: no history, not on replay).
-    (event) => turnEvents.emitted(event, pushedTurn),
+    (event) => {
+      // A copy of each event to the API, so streams need no query (a sink: no history, not on replay).
+      turnEvents.emitted(event, pushedTurn);
+      const line = phase.observe(event);
+      if (line !== undefined) setCurrentDetails(line);
+    },
   );
   const { state, emit } = record;
   setHandler(turnStateQuery, (afterEventId?: number) => record.view(afterEventId));

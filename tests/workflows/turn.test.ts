@@ -38,6 +38,11 @@ jest.setTimeout(30_000);
 
 const TIMED_OUT = 'The user did not approve this action in time; it was not performed.';
 
+/** The line the Temporal UI shows as the workflow's current details (the SDK's metadata query). */
+async function currentDetails(handle: { query<R>(name: string): Promise<R> }): Promise<string | undefined> {
+  return (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails;
+}
+
 let env: WorkflowEnv;
 beforeAll(async () => {
   env = await startWorkflowEnv();
@@ -127,6 +132,8 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect(waiting.status).toBe('awaiting_approval');
     expect(waiting.approvals).toMatchObject([{ toolCallId: 'c1', state: 'pending' }]);
     expect(waiting.events.at(-1)?.type).toBe('approval_required');
+    // The Temporal UI's "current details" say what the turn waits for, by the tool's name only.
+    expect(await currentDetails(handle)).toBe('awaiting approval of bank__transfer');
     // The query's argument limits the events to those after an id.
     const last = waiting.events.length;
     expect((await handle.query(turnStateQuery, last - 1)).events.map((e) => e.id)).toEqual([last]);
@@ -149,6 +156,7 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect(decided).toEqual({ toolCallId: 'c1', decision: 'approved' });
 
     await within(toolEntered.promise, 20_000, 'the approved tool was not called');
+    expect(await currentDetails(handle)).toBe('calling 1 tool: bank__transfer');
     const again = await handle
       .executeUpdate(approveToolCallUpdate, { args: [{ toolCallId: 'c1', approve: false, approver: OWNER }] })
       .catch((err: unknown) => err);
@@ -158,6 +166,7 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     const state = await handle.result();
     expect(state.status).toBe('completed');
     expect(state.text).toBe('Done: 5 sent to bob.');
+    expect(await currentDetails(handle)).toBe('completed');
     const toolCalls = fakes.calls(id, 'callTool');
     expect(toolCalls).toHaveLength(1);
     expect(toolCalls[0]).toMatchObject({
