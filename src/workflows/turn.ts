@@ -3,7 +3,6 @@ import {
   ApplicationFailure,
   CancelledFailure,
   condition,
-  deprecatePatch,
   isCancellation,
   log,
   patched,
@@ -168,12 +167,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   /**
    * The catalog is an in-memory read in the worker, as a local activity (no server round trip), and
    * the turn records tool references only: each LLM step sends names the worker resolves to schemas.
-   * Every running turn has recorded the 'catalog-by-reference' marker since that change, so the
-   * patch is deprecated and the older paths are gone: turns that wrote the marker replay as recorded,
-   * histories from before it are retired, and the call itself goes next (docs/decisions/0017).
+   * The 'catalog-by-reference' patch that brought this in is folded (docs/decisions/0017): turns
+   * that recorded its marker replay without the call, histories from before it are retired.
    */
   function listToolRefs(): Promise<CatalogRefs> {
-    deprecatePatch('catalog-by-reference');
     return localDiscovery.listToolRefs();
   }
 

@@ -27,8 +27,9 @@ test('a slow read-only lookup beside a write: both went out in one workflow task
 });
 
 test('before the patch, a read-only call beside a write ran as a local activity and the write went out after it', () => {
-  // Recorded before 'read-only-beside-regular' (notes' add_note beside everything's echo).
-  const spans = toolSpans(history('turn-read-only-local'));
+  // Recorded before 'read-only-beside-regular' (notes' add_note beside everything's echo); retired
+  // from the replay set with the 'catalog-by-reference' marker it carries (decision 0017), kept for this.
+  const spans = toolSpans(history('retired/turn-read-only-local'));
   const echo = spanOf(spans, 'everything: echo');
   const note = spanOf(spans, 'notes: add_note');
   expect(echo.kind).toBe('local');
