@@ -1,4 +1,5 @@
-import { ActivityFailure, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { innermostCause } from './activity-failures';
 import type { PlannedCall } from '../core/host-loop';
 import type { TurnRecord } from '../core/turn-record';
 import { AUTHORIZATION_WAIT_MS } from '../shared/turn';
@@ -47,8 +48,7 @@ export function handleAuthorizations(record: TurnRecord) {
 
 /** The server and URL of an `McpAuthorizationRequired` activity failure (its first detail). */
 export function authorizationNeeded(err: unknown): AuthorizationNeeded | undefined {
-  let current: unknown = err;
-  while (current instanceof ActivityFailure && current.cause) current = current.cause;
+  const current = innermostCause(err);
   if (!(current instanceof ApplicationFailure)) return undefined;
   const detail = current.details?.[0] as Partial<AuthorizationNeeded> | undefined;
   if (typeof detail?.server !== 'string' || typeof detail.authorizationUrl !== 'string') return undefined;

@@ -1,4 +1,5 @@
-import { ActivityFailure, ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { innermostCause } from './activity-failures';
 import type { PlannedCall } from '../core/host-loop';
 import type { TurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
@@ -84,8 +85,7 @@ const MODES: readonly string[] = ['form', 'url', 'sampling'] satisfies InputMode
 
 /** What the server asked, from an `McpInputRequired` activity failure (its first detail). */
 export function inputAsked(err: unknown): InputAsked | undefined {
-  let current: unknown = err;
-  while (current instanceof ActivityFailure && current.cause) current = current.cause;
+  const current = innermostCause(err);
   if (!(current instanceof ApplicationFailure)) return undefined;
   const detail = current.details?.[0] as Partial<InputAsked> | undefined;
   if (typeof detail?.message !== 'string' || typeof detail.requestedSchema !== 'object' || detail.requestedSchema === null) return undefined;
