@@ -83,8 +83,16 @@ async function main(): Promise<void> {
   const problem = (r: { status: number; json: Record<string, unknown> }): string =>
     String((r.json['error'] as { message?: string } | undefined)?.message ?? `HTTP ${r.status}`);
 
-  const rl = createInterface({ input: process.stdin, terminal: process.stdin.isTTY === true });
+  // Readline owns the line being typed: it echoes it (in a terminal, where stdin is raw) and ends it
+  // with a newline on Enter, so what is printed next starts below it instead of over it.
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY === true && process.stdout.isTTY === true });
   const lines = lineReader(rl);
+  /** Puts a question (or the prompt) through readline, which redraws it with the typed text, and reads the answer. */
+  const ask = (question: string): Promise<string | undefined> => {
+    rl.setPrompt(question);
+    rl.prompt();
+    return lines.next();
+  };
 
   // Who we are and where we are.
   const resumed = await api('GET', `/v1/sessions/${opts.session}/messages`);
@@ -174,8 +182,7 @@ async function main(): Promise<void> {
             askedAhead.add(String(p['toolCallId']));
             endLine();
             const until = new Date(String(p['deadline'])).toLocaleTimeString();
-            out(`  ? the turn ahead waits for approval of ${String(p['name'])} ${JSON.stringify(p['arguments'] ?? {})} (denied at ${until} if nobody decides). Approve, deny or cancel that turn? [y/N/c] `);
-            const answer = ((await lines.next()) ?? '').trim();
+            const answer = ((await ask(`  ? the turn ahead waits for approval of ${String(p['name'])} ${JSON.stringify(p['arguments'] ?? {})} (denied at ${until} if nobody decides). Approve, deny or cancel that turn? [y/N/c] `)) ?? '').trim();
             if (/^c(ancel)?$/i.test(answer)) {
               const r = await api('POST', String(d['cancelUrl']));
               out(r.status === 202 ? '  cancelling the turn ahead\n' : `  (cancel refused: ${problem(r)})\n`);
@@ -198,10 +205,8 @@ async function main(): Promise<void> {
           const url = `/v1/turns/${turnId}/inputs/${String(d['toolCallId'])}`;
           if (d['mode'] === 'url' || d['mode'] === 'sampling') {
             // No form: a page to open (URL mode), or leave to use the model (sampling). Yes or no.
-            out(d['mode'] === 'url'
-              ? `  ? ${String(d['server'])} asks you to open ${String(d['url'])}\n    ${String(d['message'])}\n    Done (opened it)? [y/N/c] `
-              : `  ? ${String(d['message'])}\n    Allow? [y/N/c] `);
-            const yes = ((await lines.next()) ?? '').trim().toLowerCase();
+            out(d['mode'] === 'url' ? `  ? ${String(d['server'])} asks you to open ${String(d['url'])}\n    ${String(d['message'])}\n` : `  ? ${String(d['message'])}\n`);
+            const yes = ((await ask(d['mode'] === 'url' ? '    Done (opened it)? [y/N/c] ' : '    Allow? [y/N/c] ')) ?? '').trim().toLowerCase();
             const action = yes === 'y' || yes === 'yes' ? 'accept' : yes === 'c' ? 'cancel' : 'decline';
             const r = await api('POST', url, { action });
             if (r.status !== 200) out(`    (refused: ${problem(r)})\n`);
@@ -213,8 +218,7 @@ async function main(): Promise<void> {
             out(`      ${name}${schema.required?.includes(name) ? ' *' : ''} (${p.type ?? 'value'})${p.description ? `: ${p.description}` : ''}\n`);
           }
           for (;;) {
-            out('    answer as JSON, e.g. {"name": "Ada"}, or decline / cancel: ');
-            const answer = ((await lines.next()) ?? 'cancel').trim();
+            const answer = ((await ask('    answer as JSON, e.g. {"name": "Ada"}, or decline / cancel: ')) ?? 'cancel').trim();
             let body: Record<string, unknown>;
             if (/^(decline|cancel)$/i.test(answer)) body = { action: answer.toLowerCase() };
             else {
@@ -237,8 +241,7 @@ async function main(): Promise<void> {
           return false;
         case 'approval_required': {
           endLine();
-          out(`  ? ${String(d['name'])} ${JSON.stringify(d['arguments'] ?? {})} needs approval. Approve? [y/N] `);
-          const answer = (await lines.next()) ?? '';
+          const answer = (await ask(`  ? ${String(d['name'])} ${JSON.stringify(d['arguments'] ?? {})} needs approval. Approve? [y/N] `)) ?? '';
           const approve = /^y(es)?$/i.test(answer.trim());
           const r = await api('POST', `/v1/turns/${turnId}/approvals/${String(d['toolCallId'])}`, { approve });
           out(r.status === 200 ? `  ${approve ? 'approved' : 'denied'}\n` : `  (decision refused: ${problem(r)})\n`);
@@ -274,8 +277,7 @@ async function main(): Promise<void> {
   };
 
   for (;;) {
-    out('you> ');
-    const line = await lines.next();
+    const line = await ask('you> ');
     if (line === undefined) break;
     const text = line.trim();
     if (!text) continue;
