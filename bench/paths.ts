@@ -1,10 +1,7 @@
 /** The two ways a bench turn runs: the in-process host loop and the durable turn (started with the API's own gateway code). */
-import { WithStartWorkflowOperation } from '@temporalio/client';
-import { createTemporalGateway, ownerKey } from '../src/api/gateway';
-import { sessionWorkflowId } from '../src/shared/ids';
-import type { ChildTurnMessage } from '../src/shared/session';
+import { createTemporalGateway } from '../src/api/gateway';
 import { policyForRole } from '../src/core/policy';
-import { SESSION_WORKFLOW_TYPE, SessionIdKey, submitMessageUpdate, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../src/workflows/definitions';
+import { TURN_WORKFLOW_TYPE } from '../src/workflows/definitions';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
 import type { TurnInput, TurnState } from '../src/shared/turn';
 import { defaultHostConfig, type TestSystem } from '../tests/helpers/system';
@@ -33,11 +30,6 @@ export interface Paths {
   inProcess(toolSteps: number): Promise<InProcessResult>;
   /** Resolves with the turn id, so its history can be read afterwards. `readOnly`: the 1-step read-only script instead. */
   durable(toolSteps: number, readOnly?: boolean, sessionId?: string): Promise<string>;
-  /**
-   * The same turn through a new session on the protocol sessions used before the API started turns
-   * itself: the session starts the turn as its child (still served for sessions that began on it).
-   */
-  durableAsChild(toolSteps: number): Promise<string>;
   /** The same turn started directly as a standalone turn workflow (no session): what the session costs. */
   direct(toolSteps: number): Promise<string>;
   /** Temporal's floor: a workflow of `shape` with no-op activities on the same server (bench/floor). */
@@ -87,28 +79,6 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       const state = (await sys.client.workflow.execute(TURN_WORKFLOW_TYPE, { workflowId: turnId, taskQueue: sys.taskQueue, args: [input] })) as TurnState;
       const failed = state.toolCalls.filter((c) => c.isError).length;
       expectSteps('direct', toolSteps, state.steps, failed, state.text ?? '');
-      return turnId;
-    },
-    async durableAsChild(toolSteps) {
-      const { turnId, sessionId, text } = nextTurn(toolSteps);
-      const owner = { id: user.id, tenant: user.tenant };
-      const message: ChildTurnMessage = { turnId, text, user, policy: policyForRole(policy, user.role), options: turnOptions };
-      await sys.client.workflow.executeUpdateWithStart(submitMessageUpdate, {
-        args: [message],
-        startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW_TYPE, {
-          workflowId: sessionWorkflowId(ownerKey(owner), sessionId),
-          taskQueue: sys.taskQueue,
-          args: [{ sessionId, owner, settings: sessionSettingsFrom(defaultHostConfig()) }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          typedSearchAttributes: [
-            { key: SessionIdKey, value: sessionId },
-            { key: UserIdKey, value: user.id },
-            { key: TenantIdKey, value: user.tenant },
-          ],
-        }),
-      });
-      const state = (await turnResult(sys.client, turnId)) as TurnState;
-      expectSteps('durable (child)', toolSteps, state.steps, state.toolCalls.filter((c) => c.isError).length, state.text ?? '');
       return turnId;
     },
     async durable(toolSteps, readOnly = false, inSession) {

@@ -1,8 +1,7 @@
 /**
  * 6. What the session costs a turn (issue 13 §2): the same 1-step turn through a new session (the API's
  * path: update-with-start of the session registers the message, then the API starts the turn), through
- * a new session on the earlier protocol (the session starts the turn as its child), through one session
- * turn after turn, and started directly as a standalone turn workflow with the same input (no session
+ * one session turn after turn, and started directly as a standalone turn workflow with the same input (no session
  * at all: the lower bound of any session design), beside Temporal's floor of the turn's shape.
  * Interleaved latency, then CPU in blocks of each path alone, and history events per turn (the
  * session's added to the turn's).
@@ -15,8 +14,8 @@ import { RUN_TAG, type Paths } from '../paths';
 import { cpuSplit, floorPids, meter, type Pids } from './cpu';
 import { table } from '../lib/stats';
 
-type PathName = 'session' | 'sessionChild' | 'sessionReused' | 'direct' | 'floor' | 'readOnly' | 'readOnlyFloor';
-const PATHS: readonly PathName[] = ['session', 'sessionChild', 'sessionReused', 'direct', 'floor', 'readOnly', 'readOnlyFloor'];
+type PathName = 'session' | 'sessionReused' | 'direct' | 'floor' | 'readOnly' | 'readOnlyFloor';
+const PATHS: readonly PathName[] = ['session', 'sessionReused', 'direct', 'floor', 'readOnly', 'readOnlyFloor'];
 
 export interface SessionHopResult {
   turns: number;
@@ -38,7 +37,6 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
   const readOnlyShape = await paths.shapeOf(await paths.durable(1, true));
   const run: Record<PathName, () => Promise<unknown>> = {
     session: () => paths.durable(1),
-    sessionChild: () => paths.durableAsChild(1),
     // One conversation: each turn the next message of the same session (the session is cached and idle).
     sessionReused: () => paths.durable(1, false, `${SESSION}-hop-${RUN_TAG}`),
     direct: () => paths.direct(1),
@@ -47,7 +45,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
     readOnlyFloor: () => paths.floor(readOnlyShape),
   };
   for (let i = 0; i < opts.warmup; i++) for (const p of PATHS) await run[p]();
-  const samples: Record<PathName, number[]> = { session: [], sessionChild: [], sessionReused: [], direct: [], floor: [], readOnly: [], readOnlyFloor: [] };
+  const samples: Record<PathName, number[]> = { session: [], sessionReused: [], direct: [], floor: [], readOnly: [], readOnlyFloor: [] };
   for (let i = 0; i < turns; i++) {
     // Rotate which path goes first so none always runs right after another.
     for (let j = 0; j < PATHS.length; j++) {
@@ -85,7 +83,6 @@ export function renderSessionHop(r: SessionHopResult): string {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const label: Record<PathName, string> = {
     session: 'through a new session (API path)',
-    sessionChild: 'through a new session, as its child (before)',
     sessionReused: 'through one session, turn after turn',
     direct: 'turn started directly',
     floor: `floor (${r.shape.local} local + ${r.shape.regular})`,

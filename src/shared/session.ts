@@ -2,8 +2,7 @@
  * Types of the session workflow's input, updates, queries and carried state. Everything here ends up
  * in workflow history: plain JSON, no secrets, no functions.
  */
-import type { Policy } from './policy';
-import type { ChatMessage, DirectToolCall, TurnOptions } from './turn';
+import type { ChatMessage } from './turn';
 import type { UserContext } from './user';
 
 export interface HistoryOptions {
@@ -63,31 +62,17 @@ export interface SessionInput {
 }
 
 /**
- * A message for the session. Two protocols share the update: the API registers the message
- * (`startedTurn`) and then starts the turn workflow itself, with the memory the answer carries (see
- * docs/decisions/0016-the-session-hop.md), or, as sessions did before, the session starts the turn as
- * its child from the fields below.
+ * A message for the session: the API registers it and then starts the turn workflow itself, with the
+ * memory the answer carries (docs/decisions/0016-the-session-hop.md).
  */
-export type SubmitMessageInput = ChildTurnMessage | StartedTurnMessage;
-
-/** The session starts the turn as its child with this input (the protocol before `startedTurn`). */
-export interface ChildTurnMessage {
-  turnId: string;
-  text: string;
-  /** A tool call to run instead of asking the model; `text` then describes it for the transcript. */
-  directCall?: DirectToolCall;
-  user: UserContext;
-  policy: Policy;
-  sealedToken?: string;
-  options: TurnOptions;
-  startedTurn?: undefined;
-}
+export type SubmitMessageInput = StartedTurnMessage;
 
 /** The API starts the turn workflow (id `turnId`) itself once the session registered it. */
 export interface StartedTurnMessage {
   turnId: string;
   text: string;
   user: UserContext;
+  /** Always set: it told this protocol from the one before (the session starting its turns as children). */
   startedTurn: true;
 }
 

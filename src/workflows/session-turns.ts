@@ -1,28 +1,13 @@
 /**
- * How a session follows the turn it let go: a turn the API started (it announces its end through the
- * worker; when it does not, Temporal is asked how it stands), or, on the protocol before, a child turn
- * the session started itself (docs/decisions/0016-the-session-hop.md).
+ * How a session follows the turn it let go: the API started it, it announces its end through the
+ * worker, and when it does not, Temporal is asked how it stands (docs/decisions/0016-the-session-hop.md).
  */
-import {
-  allHandlersFinished,
-  ApplicationFailure,
-  CancellationScope,
-  CancelledFailure,
-  ChildWorkflowFailure,
-  type ChildWorkflowHandle,
-  condition,
-  getExternalWorkflowHandle,
-  log,
-  proxyLocalActivities,
-  sleep,
-} from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, getExternalWorkflowHandle, log, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { Transcript } from '../core/session-transcript';
-import { Failure } from '../shared/failures';
-import type { SessionSettings, TranscriptMessage, TurnEnd, TurnSeen } from '../shared/session';
-import type { ChatMessage, TurnState } from '../shared/turn';
+import type { SessionSettings, TurnEnd, TurnSeen } from '../shared/session';
+import type { ChatMessage } from '../shared/turn';
 import { beginTurnSignal } from './definitions';
-import type { turnWorkflow } from './turn';
 
 /**
  * A turn the API started is expected to announce its end. Without word from it for this long (it was
@@ -38,11 +23,6 @@ export interface Pending {
   text: string;
   /** Started with its history already (the session was idle): no `beginTurn` signal needed. */
   begun: boolean;
-  /**
-   * A child turn: resolves once the child exists; undefined when the turn id was already taken (a
-   * duplicate). Absent for a turn the API started (see `memory`).
-   */
-  started?: Promise<ChildWorkflowHandle<typeof turnWorkflow> | undefined>;
   /** A turn the API started, once it may go: the memory its `turnAdmission` query answers with. */
   memory?: ChatMessage[];
 }
@@ -125,36 +105,6 @@ export function turnFollower(ctx: TurnFollowing) {
       const end = ended.get(turn.turnId) as TurnEnd;
       ended.delete(turn.turnId);
       transcript.ended(turn.turnId, end.status, end.content);
-    },
-
-    /** A child turn (the protocol before): gives it its go unless it began, then records how it ended. */
-    async child(turn: Pending, handle: ChildWorkflowHandle<typeof turnWorkflow>): Promise<void> {
-      transcript.setStatus(turn.turnId, 'running');
-      let state: TurnState | undefined;
-      let status: TranscriptMessage['status'] = 'failed';
-      if (!turn.begun) {
-        try {
-          await handle.signal(beginTurnSignal, { history: ctx.memoryForNextTurn() });
-        } catch (err) {
-          // Cancelled while it waited: the turn is already closed. Its result below says how it ended.
-          log.info('turn closed before its start', { turnId: turn.turnId, error: err instanceof Error ? err.message : String(err) });
-        }
-      }
-      try {
-        state = await handle.result();
-        status = 'completed';
-      } catch (err) {
-        const cause = err instanceof ChildWorkflowFailure ? err.cause : err;
-        if (cause instanceof CancelledFailure) {
-          status = 'cancelled';
-          state = cause.details?.[0] as TurnState | undefined;
-        } else if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed) {
-          state = cause.details?.[0] as TurnState | undefined;
-        }
-        // Anything else (terminated, timed out) is a failed turn; the session itself carries on.
-        log.info('turn did not complete', { turnId: turn.turnId, status });
-      }
-      transcript.ended(turn.turnId, status, status === 'completed' ? (state?.text ?? '') : (state?.error?.message ?? `The turn was ${status}.`));
     },
   };
 }

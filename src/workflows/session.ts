@@ -1,32 +1,18 @@
-import {
-  ApplicationFailure,
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  log,
-  ParentClosePolicy,
-  patched,
-  setHandler,
-  startChild,
-  workflowInfo,
-} from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { ApplicationFailure, allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { llmMessagesOf, pruneForLlm, trimTranscript } from '../core/history';
 import { transcriptOf } from '../core/session-transcript';
-import type { TurnInput } from '../shared/turn';
 import { Failure } from '../shared/failures';
-import { SessionIdKey, sessionStateQuery, submitMessageUpdate, TenantIdKey, turnAdmissionQuery, turnEndedSignal, UserIdKey } from './definitions';
+import { sessionStateQuery, submitMessageUpdate, turnAdmissionQuery, turnEndedSignal } from './definitions';
 import { sessionSummarizer } from './session-summary';
 import { type Pending, turnFollower } from './session-turns';
-import { turnWorkflow } from './turn';
 import type { SessionCarry, SessionInput, SubmitMessageResult, TurnAdmission, TurnEnd } from '../shared/session';
 
 /**
  * One conversation. Serializes its turns: the API registers each message here and then starts its
  * turn workflow, with the pruned history when the session is idle; a turn queued behind another gets
- * its go (and the history) when the previous one has finished. Messages of the earlier protocol become
- * child turn workflows the same way. Keeps the transcript and the running summary, and continues as
- * new when Temporal suggests it, carrying only that state.
+ * its go (and the history) when the previous one has finished. Keeps the transcript and the running
+ * summary, and continues as new when Temporal suggests it, carrying only that state. (The protocol
+ * before, in which the session started its turns as children, is gone: decision 0016.)
  */
 export async function sessionWorkflow(input: SessionInput): Promise<void> {
   const { settings, owner } = input;
@@ -86,69 +72,13 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
       // An idle session starts the turn with its history right away (one round trip less before the
       // model is called); otherwise the turn waits for its `beginTurn`.
       const idle = !active && queue.length === 0;
-      if (msg.startedTurn) {
-        // The API starts the turn itself: with this memory when it may begin now; otherwise the turn
-        // joins the session when it starts (the turnAdmission query) and waits for its `beginTurn`.
-        const memory = idle ? memoryForNextTurn() : undefined;
-        queue.push({ turnId: msg.turnId, text: msg.text, begun: idle, ...(memory ? { memory } : {}) });
-        transcript.remember(msg.turnId);
-        transcript.append({ role: 'user', content: msg.text, turnId: msg.turnId, status: idle ? 'running' : 'queued' });
-        return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId), ...(memory ? { memory } : {}) };
-      }
-      const turnInput: TurnInput = {
-        turnId: msg.turnId,
-        sessionId: input.sessionId,
-        userText: msg.text,
-        ...(msg.directCall ? { directCall: msg.directCall } : {}),
-        user: msg.user,
-        policy: msg.policy,
-        ...(msg.sealedToken ? { sealedToken: msg.sealedToken } : {}),
-        history: idle ? memoryForNextTurn() : [],
-        ...(idle ? {} : { queued: true }),
-        options: msg.options,
-      };
-      // Queued before the child exists, so concurrent submissions keep their arrival order.
-      const started = startChild(turnWorkflow, {
-        workflowId: msg.turnId,
-        args: [turnInput],
-        // A turn still running when its session is terminated is asked to stop cleanly (the MCP call
-        // in flight is cancelled); sessions only continue as new between turns.
-        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [
-          { key: SessionIdKey, value: input.sessionId },
-          { key: UserIdKey, value: owner.id },
-          { key: TenantIdKey, value: owner.tenant },
-        ],
-        // Summaries stay in clear when payloads are encrypted: ids only, never the user's text
-        // (docs/decisions/0019-payload-encryption.md).
-        staticSummary: `Turn ${msg.turnId} of session ${input.sessionId}`,
-      }).catch((err: unknown) => {
-        // The same Idempotency-Key from an earlier run of this session: that turn already exists.
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
-        throw err;
-      });
-      // Awaited by the loop, maybe a task later: a failure must not count as unhandled meanwhile.
-      started.catch(() => undefined);
-      const pending: Pending = { turnId: msg.turnId, text: msg.text, begun: idle, started };
-      queue.push(pending);
-      // The answer no longer waits for the child to exist: the update completes in the workflow task
-      // that accepted it, a round trip sooner for the API (the turn is started in the same task; the
-      // loop below deals with a turn id already taken). Sessions that began before answer as recorded.
-      if (patched('submit-answers-at-once')) {
-        transcript.remember(msg.turnId);
-        transcript.append({ role: 'user', content: msg.text, turnId: msg.turnId, status: idle ? 'running' : 'queued' });
-        return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId) };
-      }
-      const handle = await started;
-      if (!handle) {
-        const i = queue.indexOf(pending);
-        if (i >= 0) queue.splice(i, 1);
-        return { turnId: msg.turnId, created: false, position: 0 };
-      }
+      // The API starts the turn itself: with this memory when it may begin now; otherwise the turn
+      // joins the session when it starts (the turnAdmission query) and waits for its `beginTurn`.
+      const memory = idle ? memoryForNextTurn() : undefined;
+      queue.push({ turnId: msg.turnId, text: msg.text, begun: idle, ...(memory ? { memory } : {}) });
       transcript.remember(msg.turnId);
       transcript.append({ role: 'user', content: msg.text, turnId: msg.turnId, status: idle ? 'running' : 'queued' });
-      return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId) };
+      return { turnId: msg.turnId, created: true, position: positionOf(msg.turnId), ...(memory ? { memory } : {}) };
     },
     {
       validator: (msg) => {
@@ -176,24 +106,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<void> {
     }
     active = queue.shift();
     if (!active) continue;
-    if (!active.started) {
-      await follow.started(active);
-      active = undefined;
-      turnsThisRun += 1;
-      await maybeSummarize();
-      carry.transcript = trimTranscript(carry.transcript, settings.transcriptLimit, carry.summarizedUpTo);
-      continue;
-    }
-    const handle = await active.started.catch((err: unknown) => {
-      // Starting the child failed outright (not a duplicate): the message is answered as failed.
-      log.warn('turn could not be started', { turnId: active?.turnId, error: err instanceof Error ? err.message : String(err) });
-      if (active) transcript.notStarted(active.turnId, 'The turn could not be started.');
-      return undefined;
-    });
-    if (handle) await follow.child(active, handle);
-    // Answered at once, then its id turned out to be taken (an Idempotency-Key older than the ids
-    // this session remembers): the existing turn stands, and this message is not a new one.
-    else if (transcript.has(active.turnId, 'user')) transcript.notStarted(active.turnId, 'This message repeats an earlier one; its turn already exists.');
+    await follow.started(active);
     active = undefined;
     turnsThisRun += 1;
     await maybeSummarize();

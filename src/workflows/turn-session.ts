@@ -33,8 +33,8 @@ export interface SessionGateDeps {
  * the wait for the turn's go: at once for a turn that was not queued.
  */
 export function sessionGate(input: TurnInput, deps: SessionGateDeps): () => Promise<TurnGo> {
-  // A turn of a session waits for its session's go (the previous turn finished) and gets the
-  // conversation so far with it; a standalone turn carries its history in the input.
+  // A turn queued in its session waits for its session's go (the previous turn finished) and gets the
+  // conversation so far with it; any other turn carries its history in the input.
   let begin: { history: ChatMessage[] } | undefined;
   if (input.queued) setHandler(beginTurnSignal, (b) => void (begin ??= b));
 
@@ -65,13 +65,7 @@ export function sessionGate(input: TurnInput, deps: SessionGateDeps): () => Prom
     });
   }
 
-  return async () => {
-    if (!input.queued) return { history: input.history };
-    if (input.sessionWorkflowId) return await join(input.sessionWorkflowId);
-    deps.emit('status', { status: 'running', phase: 'queued' });
-    await condition(() => begin !== undefined);
-    return { history: begin?.history ?? input.history };
-  };
+  return async () => (input.queued && input.sessionWorkflowId ? await join(input.sessionWorkflowId) : { history: input.history });
 }
 
 /**

@@ -36,7 +36,7 @@ import {
 
 /**
  * sessionWorkflow on a real dev server with fake activities: messages are submitted the way the API
- * does (update-with-start), turns run one at a time as child workflows, a queued turn gets the
+ * does (update-with-start, then the turn's start), turns run one at a time, a queued turn gets the
  * finished exchanges as its history, and a queued turn can be cancelled before its go.
  *
  * On a caching worker only. With `maxCachedWorkflows: 0` these scenarios pass too, but a queued
@@ -86,15 +86,8 @@ function linkedSinks() {
   };
 }
 
-/**
- * Both ways a message becomes a turn: the API starts the turn beside its registration with the session
- * (what the gateway does today), and the session starts it as its child (sessions that began before
- * that change, still running on upgraded workers).
- */
-describe.each([
-  ['turns the API starts', 'api'],
-  ['turns the session starts as children', 'child'],
-] as const)('sessionWorkflow on a caching worker: %s', (_name, protocol) => {
+/** A message becomes a turn as the API does it: registered with the session, then started beside it. */
+describe('sessionWorkflow on a caching worker', () => {
   let fakes = new FakeActivities();
   /** Session workflow ids this describe started. */
   const started: string[] = [];
@@ -120,13 +113,13 @@ describe.each([
   async function submit(sessionId: string, id: string, text: string, user: UserContext = OWNER) {
     const workflowId = sessionWorkflowId(ownerKey(OWNER), sessionId);
     if (!started.includes(workflowId)) started.push(workflowId);
-    if (protocol === 'api' && user === OWNER) {
+    if (user === OWNER) {
       const outcome = await gateway.submitMessage({ turnId: id, sessionId, text, user });
       if (outcome.kind === 'busy') return outcome;
       return { turnId: id, created: outcome.created, position: outcome.position };
     }
-    const message: SubmitMessageInput =
-      protocol === 'api' ? { turnId: id, text, user, startedTurn: true } : { turnId: id, text, user, policy: policy(60_000), options: turnOptions() };
+    // Another user's message goes to the owner's session directly: the gateway would never send it.
+    const message: SubmitMessageInput = { turnId: id, text, user, startedTurn: true };
     return await env.client.workflow.executeUpdateWithStart(submitMessageUpdate, {
       args: [message],
       startWorkflowOperation: new WithStartWorkflowOperation<typeof sessionWorkflow>(SESSION_WORKFLOW_TYPE, {
