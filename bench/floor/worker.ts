@@ -5,7 +5,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { FloorActivities } from './workflows';
 import { loadPayloadKeyring } from '../../src/config';
-import { dataConverterFor } from '../../src/security/payload-codec';
+import { dataConverterFor } from '../../src/security/data-converter';
 
 async function main(): Promise<void> {
   const [address, taskQueue] = process.argv.slice(2);
