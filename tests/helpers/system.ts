@@ -200,12 +200,17 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const liveHub = createLiveTextHub();
     cleanups.push(async () => liveHub.close());
     const auditFile = path.join(dir, 'audit.jsonl');
+    // The API's host config, in a file the worker reads too (maxToolResultChars), as both read HOST_CONFIG.
+    const hostConfig = defaultHostConfig(opts.host);
+    const hostConfigPath = path.join(dir, 'host.json');
+    writeFileSync(hostConfigPath, JSON.stringify(hostConfig, null, 2));
     const usageFile = path.join(dir, 'usage.jsonl');
     const workerEnv: NodeJS.ProcessEnv = {
       ...process.env,
       TEMPORAL_ADDRESS: temporal.address,
       TASK_QUEUE: taskQueue,
       MCP_CONFIG: mcpConfigPath,
+      HOST_CONFIG: hostConfigPath,
       LLM_BASE_URL: model.url,
       LLM_MODEL: 'demo-model',
       LOG_LEVEL: 'warn',
@@ -252,7 +257,6 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
       : undefined;
     let policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
-    const hostConfig = defaultHostConfig(opts.host);
     let settings = turnSettingsFrom(hostConfig, policy);
     const gateway = createTemporalGateway({
       client,
