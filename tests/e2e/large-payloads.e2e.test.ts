@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import type { DemoRules } from '../../src/demo-model/rules';
+import { turnStateQuery } from '../../src/workflows/definitions';
 import { startBigServer, markedText, type BigServer } from '../helpers/big-server';
 import { bearer, getJson, postMessage, readSse } from '../helpers/http';
 import { startSystem, type TestSystem } from '../helpers/system';
@@ -58,6 +59,8 @@ afterAll(async () => {
   await big?.close();
 });
 
+let answerTurnId = '';
+
 /** Runs a turn to its end; returns its record as the API reads it back and its history's serialized size. */
 async function turn(sessionId: string, text: string, headers: Record<string, string> = {}) {
   sys.model.resetRequests();
@@ -69,8 +72,7 @@ async function turn(sessionId: string, text: string, headers: Record<string, str
   expect(record.body.status).toBe('completed');
   const history = await sys.client.workflow.getHandle(body.turnId).fetchHistory();
   const historyBytes = temporal.api.history.v1.History.encode(history).finish().length;
-  process.stdout.write(`history of "${text}": ${historyBytes} bytes, ${history.events?.length ?? 0} events\n`);
-  return { record: record.body, historyBytes };
+  return { record: record.body, historyBytes, turnId: body.turnId };
 }
 
 /** The contents of the chat requests the model got during the last turn. */
@@ -111,7 +113,8 @@ test('a 3 MiB resource read as context: the model gets all of it, the history ho
 }, 180_000);
 
 test('a 1 MiB model answer: the turn completes, the API reads it back whole, the history stays small', async () => {
-  const { record, historyBytes } = await turn('big-answer', 'write a long answer');
+  const { record, historyBytes, turnId } = await turn('big-answer', 'write a long answer');
+  answerTurnId = turnId;
   expect(record.text).toBe(ANSWER);
   expect(historyBytes).toBeLessThan(HISTORY_BOUND);
 }, 180_000);
@@ -128,3 +131,22 @@ test('with keys, neither the claim-check store nor Temporal\'s database holds th
   // Temporal's database never saw the large payloads: far smaller than any one of them.
   expect(db.length).toBeLessThan(3 * MiB);
 });
+
+test('blobs gone: reading the turn fails with an error naming the store, and the worker goes on serving', async () => {
+  // Before: a fresh worker replays the closed turn to answer a query, reading its blobs.
+  await sys.worker.stop();
+  const replaying = await sys.startWorker();
+  expect((await sys.client.workflow.getHandle(answerTurnId).query(turnStateQuery)).text).toBe(ANSWER);
+  rmSync(path.join(sys.dir, 'claim-check'), { recursive: true, force: true });
+  // The client decodes the turn's result: the reference has no blob behind it.
+  await expect(sys.client.workflow.getHandle(answerTurnId).result()).rejects.toThrow(/payload stored by reference \(sha256:[0-9a-f]{64}, \d+ bytes\) is missing from the directory/);
+  // After: another fresh worker's replay cannot decode, and the query fails (its message travels
+  // sealed, decision 0019: this client reads "Encoded failure").
+  await replaying.stop();
+  const worker = await sys.startWorker();
+  await expect(sys.client.workflow.getHandle(answerTurnId).query(turnStateQuery)).rejects.toThrow();
+  // The worker is still there and serves the next turn.
+  expect(worker.child.exitCode).toBeNull();
+  const { record } = await turn('after-missing', 'dump the big result');
+  expect(record.text).toBe('The dump is in.');
+}, 180_000);
