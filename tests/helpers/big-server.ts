@@ -4,10 +4,8 @@
  * and ending with a marker the test names, so it can tell what reached the model, Temporal's history
  * or the claim-check store.
  */
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { serveStatelessMcp } from './stateless-mcp-http';
 
 export interface BigServer {
   url: string;
@@ -35,37 +33,6 @@ export async function startBigServer(opts: { toolText: string; resourceText: str
     }));
     return server;
   };
-  const httpServer = http.createServer((req, res) => {
-    if (req.method !== 'POST') {
-      res.writeHead(405, { allow: 'POST' }).end();
-      return;
-    }
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (raw += c));
-    req.on('end', () => {
-      void (async () => {
-        const server = create();
-        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-        res.on('close', () => {
-          void transport.close();
-          void server.close();
-        });
-        await server.connect(transport);
-        await transport.handleRequest(req, res, JSON.parse(raw));
-      })().catch(() => req.socket.destroy());
-    });
-  });
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  const { port } = httpServer.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    toolText: opts.toolText,
-    resourceText: opts.resourceText,
-    close: () =>
-      new Promise<void>((resolve) => {
-        httpServer.closeAllConnections();
-        httpServer.close(() => resolve());
-      }),
-  };
+  const served = await serveStatelessMcp(create);
+  return { ...served, toolText: opts.toolText, resourceText: opts.resourceText };
 }
