@@ -202,7 +202,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const auditFile = path.join(dir, 'audit.jsonl');
     // The API's host config, in a file the worker reads too (maxToolResultChars), as both read HOST_CONFIG.
     const hostConfig = defaultHostConfig(opts.host);
-    const hostConfigPath = path.join(dir, 'host.json');
+    const hostConfigPath = path.join(dir, 'system-host.json');
     writeFileSync(hostConfigPath, JSON.stringify(hostConfig, null, 2));
     const usageFile = path.join(dir, 'usage.jsonl');
     const workerEnv: NodeJS.ProcessEnv = {
