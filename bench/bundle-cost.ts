@@ -14,7 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import { freePort, spawnManaged, startTemporalDevServer } from '../src/cli/processes';
 import { cpuMs, runConcurrent, table } from './lib/stats';
 import { loadPayloadKeyring } from '../src/config';
-import { dataConverterFor } from '../src/security/payload-codec';
+import { dataConverterFor } from '../src/security/data-converter';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 

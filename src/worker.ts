@@ -12,8 +12,10 @@ import { busLiveTransport } from './live/pg-bus';
 import { postgresWorkerReports, type WorkerPhase } from './health/reports';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { postgresAuditStore } from './audit/pg-store';
-import { ConfigError, loadEnvConfig, loadPayloadKeyring, oauthRedirectUrl } from './config';
-import { dataConverterFor } from './security/payload-codec';
+import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, oauthRedirectUrl } from './config';
+import { claimCheckFrom } from './config/claim-check';
+import { dataConverterFor } from './security/data-converter';
+import { namespaceRetentionMs, startClaimCheckSweeper } from './security/claim-check-sweep';
 import { createLlmClient } from './llm/client';
 import { describeEndpoint } from './llm/errors';
 import { probeModels } from './llm/probe';
@@ -47,10 +49,16 @@ const PREBUILT_BUNDLE = path.join(__dirname, tracing.enabled ? PREBUILT_BUNDLES.
 
 async function main(): Promise<void> {
   const env = loadEnvConfig();
-  // Histories hold users' text and tool results: with keys configured, sealed before they leave the
-  // worker (docs/decisions/0019-payload-encryption.md). The same converter for the worker and its client.
-  const dataConverter = { ...dataConverterFor(loadPayloadKeyring(env)), failureConverterPath: FAILURE_CONVERTER_PATH };
   const logger = createLogger('worker', env.LOG_LEVEL);
+  // With POSTGRES_URL, state shared with workers and API replicas on other machines lives there
+  // (OAuth tokens, audit, usage, payloads stored by reference).
+  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 8 }) : undefined;
+  pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
+  // Histories hold users' text and tool results: with keys configured, sealed before they leave the
+  // worker (docs/decisions/0019-payload-encryption.md); large payloads stored by reference
+  // (0022-claim-check.md). The same converter for the worker and its client.
+  const claimCheck = await claimCheckFrom(env, pool);
+  const dataConverter = { ...dataConverterFor(loadPayloadKeyring(env), claimCheck), failureConverterPath: FAILURE_CONVERTER_PATH };
   // One log stream: the SDK's messages (its native core's too) and workflow and activity logs go
   // through pino like the worker's own.
   // With a metrics endpoint, the SDK's own metrics (workflow and activity task latencies, slots,
@@ -97,8 +105,6 @@ async function main(): Promise<void> {
   // Servers with `auth: { type: "oauth" }` act for each user; their tokens live in the sealed store
   // the API's callback route also writes to.
   // With POSTGRES_URL the store is PostgreSQL, shared by workers and API replicas on other machines.
-  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 8 }) : undefined;
-  pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
   const oauth = env.TOKEN_SEAL_KEY
     ? {
         store: oauthStoreFor({ sealKey: env.TOKEN_SEAL_KEY, dir: env.OAUTH_STORE_DIR, ...(pool ? { pool } : {}) }),
@@ -131,7 +137,10 @@ async function main(): Promise<void> {
     apiKey: env.LLM_API_KEY || 'not-needed',
     timeoutMs: env.LLM_TIMEOUT_MS,
   });
-  const stopReloading = reloadOnSighup([mcpConfig]);
+  // What a tool result may bring into the turn: the host config's maxToolResultChars, which the API
+  // gives the turn from the same file (HOST_CONFIG); cut in the activity, so no more travels in history.
+  const hostConfig = reloadableFile({ file: env.HOST_CONFIG, what: 'host config', load: loadHostConfig, logger, pollMs: env.CONFIG_POLL_MS });
+  const stopReloading = reloadOnSighup([mcpConfig, hostConfig]);
   // Live text is a side channel to the API (no history event per token); without it, clients get
   // the final text only.
   // With the replicas' PostgreSQL, on the bus itself: no replica stands between this worker and the
@@ -191,6 +200,7 @@ async function main(): Promise<void> {
 
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
   let stopReporting = (): void => undefined;
+  let stopSweeping = (): void => undefined;
   let stopping = false;
   try {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> =
@@ -200,6 +210,14 @@ async function main(): Promise<void> {
     const traced = tracingWorkerOptions(tracing);
     const client = new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, dataConverter });
     const sessionLink = createSessionLink(client);
+    // Blobs stored by reference go with the histories that hold them: after the retention.
+    const retentionHours = env.CLAIM_CHECK_RETENTION_HOURS;
+    stopSweeping = startClaimCheckSweeper({
+      store: claimCheck.store,
+      retentionMs: retentionHours ? async () => retentionHours * 3_600_000 : () => namespaceRetentionMs(client, env.TEMPORAL_NAMESPACE),
+      everyMs: env.CLAIM_CHECK_SWEEP_MS,
+      logger,
+    }).stop;
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
@@ -259,6 +277,7 @@ async function main(): Promise<void> {
         logger,
         secrets,
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
+        maxToolResultChars: () => hostConfig.current().maxToolResultChars,
         live,
         metrics: metrics.observer,
         llmEndpoint: describeEndpoint(env.LLM_BASE_URL),
@@ -316,8 +335,10 @@ async function main(): Promise<void> {
   } finally {
     stopping = true;
     stopReporting();
+    stopSweeping();
     stopReloading();
     mcpConfig.close();
+    hostConfig.close();
     metricsServer?.close();
     await live.close();
     await hub.close();

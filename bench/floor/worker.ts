@@ -5,15 +5,19 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { FloorActivities } from './workflows';
 import { loadPayloadKeyring } from '../../src/config';
-import { dataConverterFor } from '../../src/security/payload-codec';
+import { dataConverterFor } from '../../src/security/data-converter';
+import { claimCheckFrom } from '../../src/config/claim-check';
+import { DEFAULT_CLAIM_CHECK_THRESHOLD } from '../../src/security/claim-check';
 
 async function main(): Promise<void> {
   const [address, taskQueue] = process.argv.slice(2);
   if (!address || !taskQueue) throw new Error('usage: node dist/bench/floor/worker.js <temporal address> <task queue>');
   const connection = await NativeConnection.connect({ address });
   const activities: FloorActivities = { noop: async () => undefined };
-  // With PAYLOAD_KEYS, the floor pays for the same codec as the host (its client seals what it starts).
-  const dataConverter = dataConverterFor(loadPayloadKeyring(process.env));
+  // The floor pays for the same codecs as the host: sealed with PAYLOAD_KEYS (its client seals what it
+  // starts), and measured against the claim check's threshold (its payloads never reach it).
+  const claimCheck = await claimCheckFrom({ CLAIM_CHECK_THRESHOLD_BYTES: DEFAULT_CLAIM_CHECK_THRESHOLD, CLAIM_CHECK_DIR: process.env['CLAIM_CHECK_DIR'] ?? '.data/claim-check' }, undefined);
+  const dataConverter = dataConverterFor(loadPayloadKeyring(process.env), claimCheck);
   const worker = await Worker.create({ connection, taskQueue, workflowsPath: require.resolve('./workflows'), activities, dataConverter });
   process.stdout.write('FLOOR_WORKER_READY\n');
   await worker.run();

@@ -6,7 +6,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { tracingWorkerOptions } from '../../src/cli/workflow-bundle';
 import { loadPayloadKeyring } from '../../src/config';
-import { dataConverterFor } from '../../src/security/payload-codec';
+import { dataConverterFor } from '../../src/security/data-converter';
 
 async function main(): Promise<void> {
   const [address, taskQueue, bundle] = process.argv.slice(2);

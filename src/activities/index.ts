@@ -15,6 +15,7 @@ import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oau
 import { ElicitationSession } from '../mcp/elicitation';
 import { SamplingSession } from '../mcp/sampling';
 import { withCaller } from '../mcp/user-token';
+import { boundToolOutcome } from '../mcp/render';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
@@ -43,6 +44,11 @@ export interface ActivityDeps {
   logger: Logger;
   /** Values that must never leave the worker (keys, tokens); scrubbed from error messages. */
   secrets: readonly string[];
+  /**
+   * The host config's maxToolResultChars: a tool result is cut to it before the activity returns
+   * (src/mcp/render.ts boundToolOutcome); absent: returned whole, the turn cuts it.
+   */
+  maxToolResultChars?: () => number;
   /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
   heartbeatEveryMs?: number;
   /** This worker in tool calls' heartbeat details (default: the SDK's default identity, pid@host). */
@@ -433,7 +439,10 @@ export function createActivities(deps: ActivityDeps) {
           }
           if (outcome.isError) observe('tool_error', 'tool_error');
           else observe('ok');
-          return sampling.used > 0 ? { ...outcome, samplingTokens: sampling.used } : outcome;
+          // What the model will see, not the whole answer: that is what enters the turn's history.
+          const max = deps.maxToolResultChars?.();
+          const bounded = max === undefined ? outcome : boundToolOutcome(outcome, max);
+          return sampling.used > 0 ? { ...bounded, samplingTokens: sampling.used } : bounded;
         } catch (err) {
           if (auditBase) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: 'error', detail: scrub(errorMessage(err)).slice(0, 200) }).catch(() => undefined);

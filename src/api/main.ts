@@ -4,6 +4,8 @@ import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, turnSettingsFrom } from '../config';
 import { createPayloadCodec } from '../security/payload-codec';
+import { dataConverterFor } from '../security/data-converter';
+import { claimCheckFrom } from '../config/claim-check';
 import { reloadableFile, reloadOnSighup } from '../config/reload';
 import { createLogger } from '../logger';
 import { buildApp } from './app';
@@ -47,6 +49,10 @@ async function main(): Promise<void> {
   const keyring = loadPayloadKeyring(env);
   const codec = keyring ? createPayloadCodec(keyring) : undefined;
   const logger = createLogger('api', env.LOG_LEVEL);
+  // With PostgreSQL, replicas share live text (LISTEN/NOTIFY), rate limits and payloads stored by
+  // reference; without, one process holds the first two and the claim check is a local directory.
+  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 10 }) : undefined;
+  pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
   // Edits to the host config and the policy apply to the next request without a restart; an edit
   // that does not load keeps the last good version (and the log says why).
   const host = reloadableFile({ file: env.HOST_CONFIG, what: 'host config', load: loadHostConfig, logger, pollMs: env.CONFIG_POLL_MS });
@@ -59,15 +65,13 @@ async function main(): Promise<void> {
     connection,
     namespace: env.TEMPORAL_NAMESPACE,
     interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
-    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+    // Large payloads (a long answer read back) by reference, as the workers store them (0022-claim-check.md).
+    dataConverter: dataConverterFor(keyring, await claimCheckFrom(env, pool)),
   });
   await ensureSearchAttributes(client, env.TEMPORAL_NAMESPACE);
 
   const liveHub = createLiveTextHub();
   const limits = { userPerMinute: env.RATE_LIMIT_USER_PER_MIN, tenantPerMinute: env.RATE_LIMIT_TENANT_PER_MIN };
-  // With PostgreSQL, replicas share live text (LISTEN/NOTIFY) and rate limits; without, one process holds both.
-  const pool = env.POSTGRES_URL ? new Pool({ connectionString: env.POSTGRES_URL, max: 10 }) : undefined;
-  pool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: idle connection failed'));
   const bus = pool && env.POSTGRES_URL ? createPgLiveBus({ pool, connectionString: env.POSTGRES_URL, hub: liveHub, logger }) : undefined;
   const limiters = pool ? await postgresRateLimiters(limits, pool) : memoryRateLimiters(limits);
   if (bus) await within(bus.ready, 10_000, 'POSTGRES_URL: could not LISTEN for live text within 10 s');

@@ -260,6 +260,8 @@ async function main(): Promise<void> {
       env.TOKEN_SEAL_KEY = readFileSync(file, 'utf8').trim();
     }
     env.OAUTH_STORE_DIR ??= path.join(dataDir, 'oauth');
+    // Payloads above CLAIM_CHECK_THRESHOLD_BYTES, stored by reference; the worker and the API share it.
+    env.CLAIM_CHECK_DIR ??= path.join(dataDir, 'claim-check');
 
     let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
     // A model endpoint of the user's own is checked at start (URL, key, model name), so a mistake

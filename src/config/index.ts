@@ -7,6 +7,7 @@ import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
 import type { Policy } from '../shared/policy';
 import { placeholderProblems } from './placeholders';
+import { DEFAULT_CLAIM_CHECK_THRESHOLD } from '../security/claim-check';
 import type { PayloadKeyring } from '../security/payload-codec';
 import { PayloadKeyError, parsePayloadKeys, payloadKeyringFrom } from './payload-keys';
 
@@ -157,6 +158,26 @@ const EnvSchema = z.object({
   PAYLOAD_KEYS: optionalText,
   /** The same keys from a file (one entry a line, `#` comments); one of the two, not both. */
   PAYLOAD_KEY_FILE: optionalText,
+  /**
+   * Worker, API and every Temporal client: payloads larger than this many bytes (serialized, after
+   * encryption) are stored outside Temporal's history by reference (the claim check,
+   * docs/decisions/0022-claim-check.md). At most 1.5 MiB: Temporal refuses payloads over 2 MiB.
+   */
+  CLAIM_CHECK_THRESHOLD_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024, 'must be at least 1024 (bytes)')
+    .max(1_572_864, 'must be at most 1572864 (1.5 MiB; Temporal refuses payloads over 2 MiB)')
+    .default(DEFAULT_CLAIM_CHECK_THRESHOLD),
+  /** Where payloads stored by reference live without POSTGRES_URL (shared by the worker and the API on one host). */
+  CLAIM_CHECK_DIR: z.string().min(1).default('.data/claim-check'),
+  /**
+   * Worker: blobs unused for this many hours are removed; unset: the namespace's retention, read
+   * from Temporal at each sweep.
+   */
+  CLAIM_CHECK_RETENTION_HOURS: z.coerce.number().int().min(1, 'must be at least 1 (hour)').max(87_600, 'must be at most 87600 (10 years)').optional(),
+  /** Worker: how often it sweeps the claim-check store. */
+  CLAIM_CHECK_SWEEP_MS: z.coerce.number().int().min(1_000, 'must be at least 1000 (milliseconds)').max(86_400_000).default(3_600_000),
   /** Worker: `off` bundles the workflow code at start instead of loading the prebuilt bundle (development). */
   WORKFLOW_BUNDLE: z.enum(['prebuilt', 'off']).default('prebuilt'),
 });

@@ -73,9 +73,19 @@ export function parseArguments(
   return { ok: true, value: value as Record<string, unknown> };
 }
 
+const truncationNote = (rest: number) => `\n[truncated: ${rest} more characters]`;
+
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n[truncated: ${text.length - max} more characters]`;
+  return `${text.slice(0, max)}${truncationNote(text.length - max)}`;
+}
+
+/** As truncate, but the result, note included, has at most `limit` characters (so truncate(…, limit) leaves it alone). */
+export function truncateWithin(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  let keep = limit;
+  while (keep > 0 && keep + truncationNote(text.length - keep).length > limit) keep--;
+  return `${text.slice(0, keep)}${truncationNote(text.length - keep)}`;
 }
 
 export interface ContextPiece {

@@ -4,6 +4,7 @@
  */
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolOutcome } from '../shared/tool-types';
+import { truncateWithin } from '../core/host-loop';
 
 type ContentItem = Record<string, unknown>;
 
@@ -58,4 +59,22 @@ export function toToolOutcome(raw: unknown): ToolOutcome | undefined {
     text,
     ...(structured !== undefined ? { structuredContent: structured } : {}),
   };
+}
+
+/** What the turn puts before an error's text when it hands it to the model (src/workflows/turn.ts). */
+const ERROR_PREFIX = 'Error: ';
+
+/**
+ * A tool outcome as the activity returns it, into the turn's history: the text the model will see,
+ * at most `maxChars` characters with the note that says how much was cut (counting the turn's
+ * "Error: " prefix, so the turn's own cut to maxToolResultChars finds nothing left to cut), and the
+ * structured content only when its JSON fits the same bound (nothing in the turn reads it; the text
+ * renders it when the result has no text). A server answering 5 MiB costs the history maxChars.
+ */
+export function boundToolOutcome(outcome: ToolOutcome, maxChars: number): ToolOutcome {
+  const limit = outcome.isError ? maxChars - ERROR_PREFIX.length : maxChars;
+  const text = truncateWithin(outcome.text, Math.max(0, limit));
+  const { structuredContent, ...rest } = outcome;
+  const keepStructured = structuredContent !== undefined && JSON.stringify(structuredContent).length <= maxChars;
+  return { ...rest, text, ...(keepStructured ? { structuredContent } : {}) };
 }

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
+import type { Payload, PayloadCodec } from '@temporalio/common';
 
 /**
  * Temporal's data converter codec for this project: every payload a worker or client hands the
@@ -40,7 +40,7 @@ export class PayloadCodecError extends Error {
   override name = 'PayloadCodecError';
 }
 
-function encodingOf(payload: Payload): string | undefined {
+export function encodingOf(payload: Payload): string | undefined {
   const raw = payload.metadata?.encoding;
   return raw ? Buffer.from(raw).toString('utf8') : undefined;
 }
@@ -57,7 +57,7 @@ export function staysInClear(payload: Payload): boolean {
  * The sealed plaintext is the whole payload, metadata included (an encoding such as `json/plain`
  * tells what the data is): [u32 length of the metadata JSON][metadata JSON][data].
  */
-function serialize(payload: Payload): Buffer {
+export function serializePayload(payload: Payload): Buffer {
   const metadata = Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
   const head = Buffer.from(JSON.stringify(metadata), 'utf8');
   const length = Buffer.alloc(4);
@@ -65,7 +65,7 @@ function serialize(payload: Payload): Buffer {
   return Buffer.concat([length, head, Buffer.from(payload.data ?? new Uint8Array())]);
 }
 
-function deserialize(plain: Buffer): Payload {
+export function deserializePayload(plain: Buffer): Payload {
   const length = plain.readUInt32BE(0);
   const metadata = JSON.parse(plain.subarray(4, 4 + length).toString('utf8')) as Record<string, string>;
   return {
@@ -88,7 +88,7 @@ export function createPayloadCodec(keyring: PayloadKeyring): PayloadCodec {
     const cipher = createCipheriv('aes-256-gcm', primary.key, iv);
     // The key id is authenticated: a payload cannot be relabelled to another key.
     cipher.setAAD(Buffer.from(primary.id, 'utf8'));
-    const body = Buffer.concat([cipher.update(serialize(payload)), cipher.final()]);
+    const body = Buffer.concat([cipher.update(serializePayload(payload)), cipher.final()]);
     return {
       metadata: { encoding: textEncoder.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: textEncoder.encode(primary.id) },
       data: new Uint8Array(Buffer.concat([iv, body, cipher.getAuthTag()])),
@@ -109,7 +109,7 @@ export function createPayloadCodec(keyring: PayloadKeyring): PayloadCodec {
       const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
       decipher.setAAD(Buffer.from(id, 'utf8'));
       decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
-      return deserialize(Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]));
+      return deserializePayload(Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]));
     } catch {
       throw new PayloadCodecError(`payload sealed with key "${id}" does not open with the configured key of that id (altered, or a different key under the same id)`);
     }
@@ -119,9 +119,4 @@ export function createPayloadCodec(keyring: PayloadKeyring): PayloadCodec {
     encode: async (payloads) => payloads.map(seal),
     decode: async (payloads) => payloads.map(open),
   };
-}
-
-/** The data converter of every worker and client of the project: sealed with keys, as sent without. */
-export function dataConverterFor(keyring: PayloadKeyring | undefined): DataConverter {
-  return keyring ? { payloadCodecs: [createPayloadCodec(keyring)] } : {};
 }

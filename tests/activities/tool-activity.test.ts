@@ -111,3 +111,24 @@ test('context gathering reads resources and reports failures without throwing', 
   expect(ctx.pieces[0]?.text).toContain('once');
   expect(ctx.failures).toEqual([{ server: 'offline', ref: 'x://y', error: expect.any(String) }]);
 });
+
+test('with maxToolResultChars, the activity returns what the model will see: the text cut with its note, no oversized structured content', async () => {
+  const config = parseMcpConfig({ mcpServers: { notes: { command: process.execPath, args: [NOTES_SERVER, '--stdio', '--data', path.join(dir, 'notes.json')] } } }, {}, dir);
+  const bounded = toolActivities(config, { maxToolResultChars: () => 120 });
+  try {
+    const env = new MockActivityEnvironment();
+    const long = `long-${'n'.repeat(500)}`;
+    const added = (await env.run(bounded.acts.callTool, input('add_note', { text: long }))) as ToolOutcome;
+    expect(added.isError).toBe(false);
+    expect(added.text.length).toBeLessThanOrEqual(120);
+    expect(added.text).toMatch(/^Saved note [0-9a-f-]{36}: long-n+\n\[truncated: \d+ more characters\]$/);
+    // The server got and kept the whole note; only what travels back is bounded.
+    expect(stored().notes.some((n) => n.text === long)).toBe(true);
+    const listed = (await env.run(bounded.acts.callTool, input('list_notes', {}))) as ToolOutcome;
+    expect(listed.structuredContent).toBeUndefined();
+    const whole = (await env.run(acts.callTool, input('list_notes', {}))) as ToolOutcome;
+    expect(JSON.stringify(whole.structuredContent)).toContain(long);
+  } finally {
+    await bounded.hub.close();
+  }
+});

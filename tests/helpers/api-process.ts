@@ -7,7 +7,7 @@ import { DIST, JWT_AUDIENCE, JWT_ISSUER, ROOT, type TestSystem } from './system'
  * settings, on a free port of 127.0.0.1; stopped with the system. `env` adds to or overrides it
  * (POSTGRES_URL, LIVE_SECRET, HOST_CONFIG, limits, OTEL_* ...).
  */
-export async function startApiProcess(sys: Pick<TestSystem, 'temporal' | 'taskQueue' | 'jwtSecret' | 'onStop'>, env: NodeJS.ProcessEnv = {}): Promise<{ proc: ManagedProcess; url: string }> {
+export async function startApiProcess(sys: Pick<TestSystem, 'temporal' | 'taskQueue' | 'jwtSecret' | 'onStop' | 'workerEnv'>, env: NodeJS.ProcessEnv = {}): Promise<{ proc: ManagedProcess; url: string }> {
   const { proc, match } = await spawnManaged('api', process.execPath, [path.join(DIST, 'src/api/main.js')], {
     env: {
       ...process.env,
@@ -19,6 +19,8 @@ export async function startApiProcess(sys: Pick<TestSystem, 'temporal' | 'taskQu
       API_HOST: '127.0.0.1',
       API_PORT: String(await freePort()),
       LOG_LEVEL: 'warn',
+      // Payloads stored by reference: where the system's worker stores them.
+      ...(sys.workerEnv['CLAIM_CHECK_DIR'] ? { CLAIM_CHECK_DIR: sys.workerEnv['CLAIM_CHECK_DIR'] } : {}),
       ...env,
     },
     cwd: ROOT,

@@ -4,10 +4,8 @@
  * connection of the next answers: the tool has run (its effect is applied), then the socket is
  * destroyed instead of the response being written, so the client never learns the outcome.
  */
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { serveStatelessMcp } from './stateless-mcp-http';
 import { z } from 'zod';
 
 export interface ApplyingServer {
@@ -51,50 +49,23 @@ export async function startApplyingServer(): Promise<ApplyingServer> {
     return server;
   };
 
-  const httpServer = http.createServer((req, res) => {
-    if (req.method !== 'POST') {
-      res.writeHead(405, { allow: 'POST' }).end();
-      return;
-    }
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (raw += c));
-    req.on('end', () => {
-      void (async () => {
-        const body = JSON.parse(raw) as { method?: string };
-        if (body.method === 'tools/call' && toCut > 0) {
-          toCut -= 1;
-          // With JSON responses the transport writes once, after the tool ran: that write never leaves.
-          const cut = () => {
-            req.socket.destroy();
-            return res;
-          };
-          res.writeHead = cut as typeof res.writeHead;
-          res.write = (() => (cut(), true)) as typeof res.write;
-          res.end = cut as typeof res.end;
-        }
-        const server = create();
-        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-        res.on('close', () => {
-          void transport.close();
-          void server.close();
-        });
-        await server.connect(transport);
-        await transport.handleRequest(req, res, body);
-      })().catch(() => req.socket.destroy());
-    });
+  const served = await serveStatelessMcp(create, (body, req, res) => {
+    if (body.method !== 'tools/call' || toCut <= 0) return;
+    toCut -= 1;
+    // With JSON responses the transport writes once, after the tool ran: that write never leaves.
+    const cut = () => {
+      req.socket.destroy();
+      return res;
+    };
+    res.writeHead = cut as typeof res.writeHead;
+    res.write = (() => (cut(), true)) as typeof res.write;
+    res.end = cut as typeof res.end;
   });
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  const { port } = httpServer.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: served.url,
     applied: () => applied,
     reads: () => reads,
     cutNextAnswers: (n) => void (toCut = n),
-    close: () =>
-      new Promise<void>((resolve) => {
-        httpServer.closeAllConnections();
-        httpServer.close(() => resolve());
-      }),
+    close: served.close,
   };
 }

@@ -22,7 +22,9 @@ import type { Policy } from '../../src/shared/policy';
 import { SealedFileOAuthStore } from '../../src/security/oauth-store';
 import { loadPolicyFile } from '../../src/config/policy';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
-import { createPayloadCodec } from '../../src/security/payload-codec';
+import { dataConverterFor } from '../../src/security/data-converter';
+import { directoryBlobStore } from '../../src/security/blob-store';
+import { DEFAULT_CLAIM_CHECK_THRESHOLD } from '../../src/security/claim-check';
 import { fileUsageLedger } from '../../src/usage/ledger';
 
 /** The repository root, whether this file runs from tests/ (jest) or dist/tests/ (compiled tools). */
@@ -158,8 +160,12 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
   try {
     const temporal = await (opts.temporal ?? startTemporal)(dir);
     cleanups.push(() => temporal.proc.stop());
-    const codec = opts.payloadKeys ? createPayloadCodec({ keys: parsePayloadKeys(opts.payloadKeys, 'payloadKeys') }) : undefined;
-    const client = await connectClient(temporal.address, codec ? { payloadCodecs: [codec] } : {});
+    // The API's client converts as the worker does: sealed with keys, large payloads by reference in
+    // the system's own claim-check directory (the worker's CLAIM_CHECK_DIR below).
+    const claimCheckDir = path.join(dir, 'claim-check');
+    const keyring = opts.payloadKeys ? { keys: parsePayloadKeys(opts.payloadKeys, 'payloadKeys') } : undefined;
+    const claimCheck = { store: directoryBlobStore(claimCheckDir), thresholdBytes: Number(opts.workerEnv?.['CLAIM_CHECK_THRESHOLD_BYTES'] ?? DEFAULT_CLAIM_CHECK_THRESHOLD) };
+    const client = await connectClient(temporal.address, dataConverterFor(keyring, claimCheck));
     cleanups.push(() => client.connection.close());
 
     const rules = opts.rules ?? (JSON.parse((await import('node:fs')).readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules);
@@ -194,12 +200,17 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const liveHub = createLiveTextHub();
     cleanups.push(async () => liveHub.close());
     const auditFile = path.join(dir, 'audit.jsonl');
+    // The API's host config, in a file the worker reads too (maxToolResultChars), as both read HOST_CONFIG.
+    const hostConfig = defaultHostConfig(opts.host);
+    const hostConfigPath = path.join(dir, 'system-host.json');
+    writeFileSync(hostConfigPath, JSON.stringify(hostConfig, null, 2));
     const usageFile = path.join(dir, 'usage.jsonl');
     const workerEnv: NodeJS.ProcessEnv = {
       ...process.env,
       TEMPORAL_ADDRESS: temporal.address,
       TASK_QUEUE: taskQueue,
       MCP_CONFIG: mcpConfigPath,
+      HOST_CONFIG: hostConfigPath,
       LLM_BASE_URL: model.url,
       LLM_MODEL: 'demo-model',
       LOG_LEVEL: 'warn',
@@ -211,6 +222,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       WORKER_REPORT_MS: '1000',
       ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
       ...(opts.payloadKeys ? { PAYLOAD_KEYS: opts.payloadKeys } : {}),
+      CLAIM_CHECK_DIR: claimCheckDir,
       // OAuth-protected servers: the token store the API's callback route shares, and that route.
       OAUTH_STORE_DIR: path.join(dir, 'oauth'),
       OAUTH_REDIRECT_URL: `http://127.0.0.1:${apiPort}/v1/oauth/callback`,
@@ -245,7 +257,6 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       ? pino({ level: 'debug' }, { write: (line: string) => void (apiLogText += line) })
       : undefined;
     let policy = opts.policy ?? loadPolicyFile(path.join(ROOT, 'examples/policy.json'));
-    const hostConfig = defaultHostConfig(opts.host);
     let settings = turnSettingsFrom(hostConfig, policy);
     const gateway = createTemporalGateway({
       client,

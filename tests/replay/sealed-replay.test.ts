@@ -5,7 +5,8 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
-import { dataConverterFor, type PayloadKey } from '../../src/security/payload-codec';
+import { dataConverterFor } from '../../src/security/data-converter';
+import type { PayloadKey } from '../../src/security/payload-codec';
 
 /**
  * Histories whose payloads were sealed (tests/histories/sealed, captured with the test key beside
