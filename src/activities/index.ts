@@ -83,6 +83,8 @@ export interface ToolCallInput {
   elicitations?: ElicitationAnswer[];
   /** What the server may ask of the host's model during the call (sampling); absent: nothing. */
   sampling?: SamplingAllowance;
+  /** The turn's maxToolResultChars: the result is cut to it here (absent in turns started before: the worker's host config). */
+  maxResultChars?: number;
 }
 
 export interface SummarizeInput {
@@ -440,7 +442,7 @@ export function createActivities(deps: ActivityDeps) {
           if (outcome.isError) observe('tool_error', 'tool_error');
           else observe('ok');
           // What the model will see, not the whole answer: that is what enters the turn's history.
-          const max = deps.maxToolResultChars?.();
+          const max = input.maxResultChars ?? deps.maxToolResultChars?.();
           const bounded = max === undefined ? outcome : boundToolOutcome(outcome, max);
           return sampling.used > 0 ? { ...bounded, samplingTokens: sampling.used } : bounded;
         } catch (err) {

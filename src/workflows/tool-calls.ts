@@ -30,7 +30,7 @@ const MAX_QUESTIONS_PER_CALL = 5;
 type AuditEntry = Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>;
 
 export interface ToolCallDeps {
-  input: Pick<TurnInput, 'turnId' | 'sealedToken'>;
+  input: Pick<TurnInput, 'turnId' | 'sealedToken'> & { options: Pick<TurnInput['options'], 'maxToolResultChars'> };
   workflowId: string;
   user: UserContext | undefined;
   policy: Policy | undefined;
@@ -83,6 +83,8 @@ export function createToolCalls(deps: ToolCallDeps) {
       ...(input.sealedToken ? { sealedToken: input.sealedToken } : {}),
       toolCallId: p.call.id,
       ...(samplingAllowance(p.tool.server) ?? {}),
+      // Cut in the activity to what the model will see, so no more than that enters the history.
+      maxResultChars: input.options.maxToolResultChars,
     };
     /** The user's answers to the server's questions, handed back when the call is issued again. */
     const answers: ElicitationAnswer[] = [];
