@@ -46,7 +46,8 @@ import {
  * workflow task timeout before its retry succeeds; with the catalog as a normal activity it does not.
  * Replay without a cache is covered by tests/workflows/turn.test.ts.
  */
-jest.setTimeout(30_000);
+// A deadline for a hang, not a speed goal: on a loaded machine a turn that replays every task takes its time.
+jest.setTimeout(120_000);
 
 const SETTINGS: SessionSettings = {
   history: { maxTokenCount: 8_000, summarizationThreshold: 6_000, retainNewestMessages: 10 },
