@@ -56,7 +56,7 @@ export const SessionsQuery = z
     limit: z.coerce.number().int().min(1).max(100).default(20).describe('Sessions per page, 1 to 100 (default 20).'),
     cursor: z
       .string()
-      .max(200)
+      .regex(CURSOR, "not a cursor of this list (pass a page's `nextCursor` as it came)")
       .optional()
       .describe("Where the page starts: the previous page's `nextCursor`, as it was sent (an opaque string). Anything else: `400 invalid_request`."),
   })
