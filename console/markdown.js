@@ -20,7 +20,8 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 
 /** Safe HTML for `text` read as Markdown. */
 export function markdownHtml(text) {
-  return DOMPurify.sanitize(marked.parse(String(text ?? '')), { USE_PROFILES: { html: true } });
+  // Trimmed: the renderer ends blocks with a newline, which would be text of the answer.
+  return DOMPurify.sanitize(marked.parse(String(text ?? '')).trim(), { USE_PROFILES: { html: true } });
 }
 
 export function Markdown({ text, className = '' }) {
