@@ -243,3 +243,21 @@ test('the sessions list: the caller\'s sessions, newest first, with their last m
   await page.waitForFunction(`document.querySelector('#session')?.textContent !== ${JSON.stringify(opened)}`, undefined, WAIT);
   await page.close();
 });
+
+test("a tool's JSON result shows folded and pretty on its card; an enum argument of three is a choice of radio buttons", async () => {
+  const page = await openConsole();
+  await page.click('#tab-tools');
+  const tool = page.locator('.catalog-tool[data-tool="everything__get-structured-content"]');
+  await tool.locator(':scope > summary').click();
+  await tool.locator('form.try [data-field="location"] input[type="radio"][value="Chicago"]').check();
+  await tool.locator('form.try button[type="submit"]').click();
+  const result = page.locator('.turn').last().locator('.tool[data-tool="everything__get-structured-content"] details.result');
+  await result.waitFor(WAIT);
+  await expect(result.getAttribute('open')).resolves.toBeNull();
+  await expect(result.locator('summary').textContent()).resolves.toBe('result (JSON, 3 fields)');
+  await result.locator('summary').click();
+  await expect(result.locator('pre').textContent()).resolves.toContain('\n  "conditions": "Light rain / drizzle",\n');
+  await shot(page, 'json-result');
+  await page.close();
+});
+
