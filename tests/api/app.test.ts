@@ -10,7 +10,7 @@ import type { LiveChunk } from '../../src/live/chunk';
 import { createLiveTextHub } from '../../src/live/hub';
 import { parseSseBlock, type SseEvent, sseEvents } from '../../src/shared/sse';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
-import type { ApprovalOutcome, TurnGateway } from '../../src/api/gateway';
+import type { ApprovalOutcome, SessionCursor, TurnGateway } from '../../src/api/gateway';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
@@ -53,7 +53,7 @@ function fakeGateway(): TurnGateway & {
       const key = `${user.tenant}/${user.id}/${sessionId}`;
       const list = g.sessions.get(key) ?? [];
       list.push({ index: list.length, role: 'user', content: text, turnId, at: 'now', status: 'completed' });
-      list.push({ index: list.length, role: 'assistant', content: 'hi', turnId, at: 'now', status: 'completed' });
+      list.push({ index: list.length, role: 'assistant', content: 'hi', turnId, at: '2026-01-01T00:00:09.000Z', status: 'completed' });
       g.sessions.set(key, list);
       return { kind: 'accepted' as const, created: true, position: 0 };
     },
@@ -77,8 +77,16 @@ function fakeGateway(): TurnGateway & {
     async awaitingApproval(tenant: string) {
       return [...turns.values()].filter((t) => t.owner?.tenant === tenant && t.status === 'awaiting_approval');
     },
-    async listSessions() {
-      return [];
+    // Open sessions only, in the order they were created (one second apart), paged like the real one.
+    async listSessions(owner: { id: string; tenant: string }, limit: number, cursor?: SessionCursor) {
+      const prefix = `${owner.tenant}/${owner.id}/`;
+      const all = [...g.sessions.keys()]
+        .map((key, i) => ({ key, startedAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString() }))
+        .filter((s) => s.key.startsWith(prefix) && (!cursor || s.startedAt < cursor.before))
+        .reverse()
+        .map((s) => ({ sessionId: s.key.slice(prefix.length), startedAt: s.startedAt, open: true }));
+      const sessions = all.slice(0, limit);
+      return all.length > limit ? { sessions, next: { open: true, before: sessions.at(-1)?.startedAt ?? '' } } : { sessions };
     },
     async listTurns() {
       return [];
@@ -573,6 +581,49 @@ describe('sessions', () => {
     expect(other.json().error.code).toBe('not_found');
     const bad = await app.inject({ method: 'GET', url: '/v1/sessions/bad%20id/messages' });
     expect(bad.statusCode).toBe(400);
+  });
+
+  test("GET /v1/sessions lists the caller's sessions only, newest first, each with its last message; paged with a cursor", async () => {
+    const { app } = await setup();
+    const empty = await app.inject({ method: 'GET', url: '/v1/sessions' });
+    expect(empty.statusCode).toBe(200);
+    expect(empty.json()).toEqual({ sessions: [] });
+    for (const id of ['s1', 's2', 's3']) await post(app, `/v1/sessions/${id}/messages`, { text: `hello ${id}` });
+    await post(app, '/v1/sessions/m1/messages', { text: 'from mallory' }, MALLORY);
+
+    const all = await app.inject({ method: 'GET', url: '/v1/sessions' });
+    expect(all.statusCode).toBe(200);
+    const body = all.json();
+    expect(body.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(['s3', 's2', 's1']);
+    expect(body.nextCursor).toBeUndefined();
+    expect(body.sessions[0]).toMatchObject({ sessionId: 's3', open: true, messagesUrl: '/v1/sessions/s3/messages', lastMessage: { role: 'assistant', preview: 'hi' } });
+    expect(body.sessions[0].lastMessage.at).toBe('2026-01-01T00:00:09.000Z');
+
+    const first = (await app.inject({ method: 'GET', url: '/v1/sessions?limit=2' })).json();
+    expect(first.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(['s3', 's2']);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = (await app.inject({ method: 'GET', url: `/v1/sessions?limit=2&cursor=${first.nextCursor}` })).json();
+    expect(second).toEqual({ sessions: [expect.objectContaining({ sessionId: 's1' })] });
+
+    const mallory = (await app.inject({ method: 'GET', url: '/v1/sessions', headers: MALLORY })).json();
+    expect(mallory.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(['m1']);
+    expect((await app.inject({ method: 'GET', url: '/v1/sessions', headers: EVE })).json()).toEqual({ sessions: [] });
+    expect((await app.inject({ method: 'GET', url: '/v1/sessions', headers: { authorization: '' } })).statusCode).toBe(401);
+  });
+
+  test.each([
+    ['a cursor this list never returned', 'cursor=bm90LWEtY3Vyc29y', 'cursor: not a cursor of this list'],
+    ['a cursor that is not base64url', 'cursor=%2F%2F%2F', 'cursor: not a cursor of this list'],
+    ['a limit of 0', 'limit=0', 'limit'],
+    ['a limit over 100', 'limit=101', 'limit'],
+    ['a limit that is no number', 'limit=ten', 'limit'],
+    ['an unknown parameter', 'page=2', 'page'],
+  ])('GET /v1/sessions with %s → 400 invalid_request saying what is wrong', async (_name, query, says) => {
+    const { app } = await setup();
+    const res = await app.inject({ method: 'GET', url: `/v1/sessions?${query}` });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('invalid_request');
+    expect(res.json().error.message).toContain(says);
   });
 
   test('a full session queue answers 409 session_busy and starts nothing', async () => {

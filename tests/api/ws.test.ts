@@ -114,7 +114,7 @@ function fakeGateway(stepMs = 10) {
       return [];
     },
     async listSessions() {
-      return [];
+      return { sessions: [] };
     },
     async listTurns() {
       return [];

@@ -19,7 +19,7 @@ export function registerResources(server: McpServer, deps: HostMcpDeps): void {
     'transcript',
     new ResourceTemplate(`${SCHEME}://sessions/{sessionId}`, {
       list: async () => ({
-        resources: (await service.sessions(user, 100)).map((s) => ({
+        resources: (await service.sessions(user, 100)).sessions.map((s) => ({
           uri: `${SCHEME}://sessions/${s.sessionId}`,
           name: `session ${s.sessionId}`,
           mimeType: 'application/json',

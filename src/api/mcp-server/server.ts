@@ -124,7 +124,7 @@ export function createHostMcpServer(deps: HostMcpDeps): McpServer {
       inputSchema: z.object({}),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async () => run(async () => jsonResult({ sessions: await service.sessions(user, 100) })),
+    async () => run(async () => jsonResult({ sessions: (await service.sessions(user, 100)).sessions })),
   );
 
   server.registerTool(

@@ -1,6 +1,7 @@
 /**
  * The console (`/console/`, with `/` redirecting to it): static files from the repository's `console/`
- * folder and the three browser modules it imports (Preact, its hooks, htm) from node_modules. It is a
+ * folder and the browser modules it imports (Preact, its hooks, htm; marked and DOMPurify for answers
+ * as Markdown) from node_modules. It is a
  * client of the public API like any other; these routes need no token. In local mode (`npm start`) it
  * also offers tokens for the demo users, so a newcomer can sign in with one click.
  */
@@ -34,11 +35,15 @@ const VENDOR: Record<string, string> = {
   'preact.module.js': 'preact/dist/preact.module.js',
   'hooks.module.js': 'preact/hooks/dist/hooks.module.js',
   'htm.module.js': 'htm/dist/htm.module.js',
+  'marked.esm.js': 'marked/lib/marked.esm.js',
+  'purify.es.mjs': 'dompurify/dist/purify.es.mjs',
 };
 
 export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opts) => {
   const root = projectRoot();
-  const vendor = new Map(Object.entries(VENDOR).map(([name, file]) => [name, readFileSync(path.join(root, 'node_modules', file), 'utf8')]));
+  // Without their source-map comments: the maps are not served, and a browser would ask for them.
+  const read = (file: string) => readFileSync(path.join(root, 'node_modules', file), 'utf8').replace(/^\/\/# sourceMappingURL=.*$/m, '');
+  const vendor = new Map(Object.entries(VENDOR).map(([name, file]) => [name, read(file)]));
 
   await app.register(fastifyStatic, { root: path.join(root, 'console'), prefix: '/console/', index: 'index.html', cacheControl: false });
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/console/'));

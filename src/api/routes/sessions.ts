@@ -1,10 +1,11 @@
 /**
+ * GET /v1/sessions: the caller's sessions, paged, newest first;
  * POST and GET /v1/sessions/:sessionId/messages: send a message (a new turn), read the conversation;
  * POST /v1/sessions/:sessionId/tool-calls: run one tool call through a turn, without the model.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { callerOf } from '../caller';
-import { IdempotencyKey, messageBody, parseRequest, SessionParams, ToolCallBody } from '../contract';
+import { decodeSessionCursor, IdempotencyKey, messageBody, parseRequest, SessionParams, SessionsQuery, ToolCallBody } from '../contract';
 import { HttpError } from '../errors';
 import { routeSchemas } from '../openapi';
 import { addLogContext } from '../request-log-context';
@@ -61,6 +62,15 @@ export const sessionRoutes: FastifyPluginAsync<SessionRoutesOptions> = async (ap
     const { server, tool, arguments: args } = parseRequest(ToolCallBody, request.body, 'body');
     const directCall = { server, tool, arguments: args };
     return accepted(reply, sessionId, await service.submitToolCall(callerOf(request), { sessionId, directCall, ...submissionOf(request) }));
+  });
+
+  app.get('/v1/sessions', { schema: routeSchemas.listSessions }, async (request) => {
+    const { limit, cursor: text } = parseRequest(SessionsQuery, request.query, 'query');
+    const cursor = text === undefined ? undefined : decodeSessionCursor(text);
+    if (text !== undefined && !cursor) {
+      throw new HttpError(400, 'invalid_request', "query: cursor: not a cursor of this list (pass a page's `nextCursor` as it came, or leave it out for the first page)");
+    }
+    return await service.sessionList(callerOf(request), limit, cursor);
   });
 
   app.get('/v1/sessions/:sessionId/messages', { schema: routeSchemas.listMessages }, async (request) => {

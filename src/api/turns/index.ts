@@ -7,9 +7,9 @@
  * One file per job, each a factory over the same options:
  * - submission.ts: admit (rate limits, token budgets), submit (idempotency keys, session catch-up),
  *   submitToolCall, cancel;
- * - reads.ts: the caller's turn and its view, the caller's sessions and turns (newest first), whether a
- *   session exists, a session's transcript, what a queued turn waits for (views.ts: who may read a turn
- *   and what they see of it);
+ * - reads.ts: the caller's turn and its view, the caller's sessions (paged, with their last message)
+ *   and turns (newest first), whether a session exists, a session's transcript, what a queued turn
+ *   waits for (views.ts: who may read a turn and what they see of it);
  * - decisions.ts: the approvals inbox, approval decisions, answers to servers' questions;
  * - usage-report.ts, catalog.ts, health.ts: the usage report, the tool catalog, the host's health.
  */

@@ -2,7 +2,8 @@
 import type { z } from 'zod';
 import type { UserContext } from '../../shared/user';
 import { TERMINAL_STATUSES, type TurnState } from '../../shared/turn';
-import type { SessionMessages, TurnView, WaitingView } from '../contract';
+import { encodeSessionCursor, type SessionList, type SessionMessages, type TurnView, type WaitingView } from '../contract';
+import type { SessionCursor } from '../gateway';
 import { notFound } from '../errors';
 import { untilCaughtUp } from './catch-up';
 import type { TurnServiceOptions } from './options';
@@ -30,8 +31,29 @@ export function createReads(opts: TurnServiceOptions) {
     turn: (user: UserContext, turnId: string, read: { after?: number; likelyRunning?: boolean } = {}): Promise<TurnState> =>
       readTurn(opts, user, turnId, read),
 
-    /** The caller's sessions, newest first (at most `limit`). */
-    sessions: (user: UserContext, limit: number) => unavailableOnError(() => gateway.listSessions(user, limit)),
+    /** The caller's sessions, newest first: at most `limit` after `cursor`, and where the next page starts. */
+    sessions: (user: UserContext, limit: number, cursor?: SessionCursor) => unavailableOnError(() => gateway.listSessions(user, limit, cursor)),
+
+    /**
+     * GET /v1/sessions: a page of the caller's sessions, each with its newest message (read from the
+     * session itself, one query each: a session that cannot answer now is listed without it).
+     */
+    async sessionList(user: UserContext, limit: number, cursor?: SessionCursor): Promise<z.output<typeof SessionList>> {
+      const page = await unavailableOnError(() => gateway.listSessions(user, limit, cursor));
+      const sessions = await Promise.all(
+        page.sessions.map(async (s) => {
+          const last = (await gateway.getSession(user, s.sessionId).catch(() => null))?.messages.at(-1);
+          return {
+            sessionId: s.sessionId,
+            startedAt: s.startedAt,
+            open: s.open,
+            ...(last ? { lastMessage: { role: last.role, preview: last.content.slice(0, 200), at: last.at } } : {}),
+            messagesUrl: `/v1/sessions/${s.sessionId}/messages`,
+          };
+        }),
+      );
+      return { sessions, ...(page.next ? { nextCursor: encodeSessionCursor(page.next) } : {}) };
+    },
 
     /** The caller's turns, newest first (at most `limit`). */
     turns: (user: UserContext, limit: number) => unavailableOnError(() => gateway.listTurns(user, limit)),

@@ -8,34 +8,34 @@ import {
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
-import { sealToken } from '../security/seal';
-import { policyForRole } from '../core/policy';
-import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../shared/ids';
-import type { Catalog } from '../shared/tool-types';
-import type { DirectToolCall, TurnInput, TurnState, ApprovalInput, ProvideInput } from '../shared/turn';
-import type { TurnSettings } from '../config';
-import { Failure, failureTypeOf } from '../shared/failures';
+import { sealToken } from '../../security/seal';
+import { policyForRole } from '../../core/policy';
+import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../../shared/ids';
+import type { Catalog } from '../../shared/tool-types';
+import type { DirectToolCall, TurnInput, TurnState, ApprovalInput, ProvideInput } from '../../shared/turn';
+import type { TurnSettings } from '../../config';
+import { Failure, failureTypeOf } from '../../shared/failures';
 import {
   approveToolCallUpdate,
   authorizationCompletedSignal,
   provideInputUpdate,
   CATALOG_WORKFLOW_TYPE,
-  SESSION_ID_SEARCH_ATTRIBUTE,
   SESSION_WORKFLOW_TYPE,
   SessionIdKey,
   sessionStateQuery,
   submitMessageUpdate,
-  TENANT_ID_SEARCH_ATTRIBUTE,
   turnEndedSignal,
   TenantIdKey,
   TURN_WORKFLOW_TYPE,
-  USER_ID_SEARCH_ATTRIBUTE,
   UserIdKey,
   turnStateQuery,
-} from '../workflows/definitions';
-import type { UserContext } from '../shared/user';
-import type { SessionInput, SessionView, SubmitMessageInput, SubmitMessageResult, TurnEnd } from '../shared/session';
+} from '../../workflows/definitions';
+import type { UserContext } from '../../shared/user';
+import type { SessionInput, SessionView, SubmitMessageInput, SubmitMessageResult, TurnEnd } from '../../shared/session';
+import { createListing, type SessionCursor, type SessionPage, type TurnSummary } from './listing';
+
+export type { SessionCursor, SessionPage, SessionSummary, TurnSummary } from './listing';
+export { ensureSearchAttributes } from './listing';
 
 export { SessionIdKey, TenantIdKey, UserIdKey };
 
@@ -81,24 +81,13 @@ export interface TurnGateway {
   temporalHealth(): Promise<{ ok: boolean; error?: string }>;
   /** The tenant's running turns that wait for an approval (at most `limit`, newest first). */
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
-  /** The sessions of `owner`, newest first (at most `limit`; from Temporal's visibility, which lags by a moment). */
-  listSessions(owner: { id: string; tenant: string }, limit: number): Promise<SessionSummary[]>;
+  /**
+   * The sessions of `owner`, newest first: at most `limit` after `cursor`, and where the next page
+   * starts (from Temporal's visibility, which lags by a moment; see listing.ts).
+   */
+  listSessions(owner: { id: string; tenant: string }, limit: number, cursor?: SessionCursor): Promise<SessionPage>;
   /** The turns of `owner`, newest first (at most `limit`; from visibility, like listSessions). */
   listTurns(owner: { id: string; tenant: string }, limit: number): Promise<TurnSummary[]>;
-}
-
-export interface TurnSummary {
-  turnId: string;
-  startedAt: string;
-  /** When the workflow closed; absent while it runs. */
-  closedAt?: string;
-}
-
-export interface SessionSummary {
-  sessionId: string;
-  startedAt: string;
-  /** false once the session's workflow ended (continued as new sessions stay open). */
-  open: boolean;
 }
 
 /** Temporal reads of turns the gateway made (the bench reports them per turn; a stream should need none). */
@@ -134,17 +123,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     reads.queries++;
     return handle.query(turnStateQuery, afterEventId);
   };
-
-  /**
-   * Workflows of one type that `owner` started, newest first. Visibility queries quote values in single
-   * quotes with no escape: ids outside a safe set are refused (no workflows) rather than quoted.
-   */
-  function listOwned(type: string, owner: { id: string; tenant: string }, limit: number) {
-    const safe = /^[a-zA-Z0-9_.@:|+-]{1,256}$/;
-    if (!safe.test(owner.id) || !safe.test(owner.tenant)) return [];
-    const query = `WorkflowType = '${type}' AND ${USER_ID_SEARCH_ATTRIBUTE} = '${owner.id}' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${owner.tenant}'`;
-    return client.workflow.list({ query, pageSize: Math.min(limit * 2, 1000) });
-  }
+  const listing = createListing(client, (handle) => queryTurn(handle));
 
   async function finalState(turnId: string, status: string, owner?: { id: string; tenant: string }): Promise<TurnState> {
     const handle = client.workflow.getHandle(turnId);
@@ -367,47 +346,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
       return afterEventId ? { ...state, events: state.events.filter((e) => e.id > afterEventId) } : state;
     },
 
-    async awaitingApproval(tenant, limit) {
-      // Visibility is eventually consistent: a turn that began waiting a moment ago may be missing.
-      // Tenants are names (NAME_PATTERN, checked when the token is read); anything else cannot be quoted safely.
-      if (!/^[a-zA-Z0-9_.-]{1,64}$/.test(tenant)) return [];
-      const query = `WorkflowType = '${TURN_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${tenant}'`;
-      const ids: string[] = [];
-      for await (const wf of client.workflow.list({ query, pageSize: Math.min(limit * 2, 1000) })) {
-        ids.push(wf.workflowId);
-        if (ids.length >= limit * 2) break;
-      }
-      const states = await Promise.all(
-        ids.map(async (id) => {
-          try {
-            return await queryTurn(client.workflow.getHandle(id));
-          } catch {
-            return undefined; // finished meanwhile, or no worker to answer: not waiting for anyone now
-          }
-        }),
-      );
-      return states.filter((s): s is TurnState => s?.status === 'awaiting_approval').slice(0, limit);
-    },
-
-    async listSessions(owner, limit) {
-      const seen = new Map<string, SessionSummary>();
-      for await (const wf of listOwned(SESSION_WORKFLOW_TYPE, owner, limit)) {
-        const sessionId = wf.typedSearchAttributes.get(SessionIdKey);
-        if (!sessionId || seen.has(sessionId)) continue;
-        seen.set(sessionId, { sessionId, startedAt: wf.startTime.toISOString(), open: wf.status.name === 'RUNNING' });
-        if (seen.size >= limit) break;
-      }
-      return [...seen.values()];
-    },
-
-    async listTurns(owner, limit) {
-      const turns: TurnSummary[] = [];
-      for await (const wf of listOwned(TURN_WORKFLOW_TYPE, owner, limit)) {
-        turns.push({ turnId: wf.workflowId, startedAt: wf.startTime.toISOString(), ...(wf.closeTime ? { closedAt: wf.closeTime.toISOString() } : {}) });
-        if (turns.length >= limit) break;
-      }
-      return turns;
-    },
+    ...listing,
 
     async catalog() {
       const now = Date.now();
@@ -441,27 +380,6 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
       }
     },
   };
-}
-
-/** Registers the custom search attribute turns carry. Safe to call on every start. */
-export async function ensureSearchAttributes(client: Client, namespace: string): Promise<void> {
-  // Only those missing: adding one that exists makes the server log a warning at every start.
-  const existing = await client.connection.operatorService.listSearchAttributes({ namespace });
-  const known = new Set(Object.keys(existing.customAttributes ?? {}));
-  // One at a time: adding a set fails whole when any one of them already exists (another replica
-  // may add it between the list and here).
-  for (const name of [SESSION_ID_SEARCH_ATTRIBUTE, USER_ID_SEARCH_ATTRIBUTE, TENANT_ID_SEARCH_ATTRIBUTE]) {
-    if (known.has(name)) continue;
-    try {
-      await client.connection.operatorService.addSearchAttributes({
-        namespace,
-        searchAttributes: { [name]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD },
-      });
-    } catch (err) {
-      // 6 = ALREADY_EXISTS; anything else is worth surfacing.
-      if ((err as { code?: number }).code !== 6) throw err;
-    }
-  }
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {

@@ -1,0 +1,85 @@
+/** Sessions: the caller's list of them and one session's conversation. */
+import { z } from 'zod';
+import { DateTime, TurnStatusSchema } from './common';
+import type { SessionCursor } from '../gateway';
+import { DecidableApproval } from './turns';
+
+/** GET /v1/sessions/:sessionId/messages (`TranscriptMessage` of src/shared/session.ts for the items). */
+export const SessionMessages = z.object({
+  sessionId: z.string(),
+  messages: z
+    .array(
+      z.object({
+        index: z.number().int().nonnegative().describe('Position in the whole conversation; stable.'),
+        role: z.enum(['user', 'assistant']),
+        content: z.string(),
+        turnId: z.string(),
+        at: DateTime,
+        status: z
+          .enum(['queued', ...TurnStatusSchema.options])
+          .describe("The turn's outcome; user messages carry it too, so a queued or failed request is visible."),
+      }),
+    )
+    .describe('The retained transcript, oldest first.'),
+  summary: z.string().optional().describe('Summary of the older messages the model no longer sees verbatim.'),
+  activeTurnId: z.string().optional().describe('The turn running now, if any.'),
+  queuedTurnIds: z.array(z.string()).describe('Turns waiting behind the active one, in order.'),
+  pendingApprovals: z
+    .array(DecidableApproval)
+    .optional()
+    .describe("The active turn's calls waiting for a decision: the queued turns wait for them too (present while it is `awaiting_approval`)."),
+  firstRetainedIndex: z.number().int().nonnegative().describe('Position in the whole conversation of the first message returned.'),
+  totalMessages: z.number().int().nonnegative().describe('Messages in the whole conversation, retained or not.'),
+});
+
+
+const CURSOR = /^[A-Za-z0-9_-]{1,200}$/;
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** The opaque `cursor` of GET /v1/sessions: base64url of `o` (open) or `c` (closed), a space and an ISO time. */
+export function encodeSessionCursor(cursor: SessionCursor): string {
+  return Buffer.from(`${cursor.open ? 'o' : 'c'} ${cursor.before}`).toString('base64url');
+}
+
+/** The cursor `encodeSessionCursor` made, or undefined for anything else. */
+export function decodeSessionCursor(text: string): SessionCursor | undefined {
+  if (!CURSOR.test(text)) return undefined;
+  const match = /^([oc]) (.+)$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  const before = match?.[2];
+  if (!match || !before || !CURSOR_TIME.test(before) || Number.isNaN(Date.parse(before))) return undefined;
+  return { open: match[1] === 'o', before };
+}
+
+/** GET /v1/sessions: a page of the caller's sessions. */
+export const SessionsQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20).describe('Sessions per page, 1 to 100 (default 20).'),
+    cursor: z
+      .string()
+      .regex(CURSOR, "not a cursor of this list (pass a page's `nextCursor` as it came)")
+      .optional()
+      .describe("Where the page starts: the previous page's `nextCursor`, as it was sent (an opaque string). Anything else: `400 invalid_request`."),
+  })
+  .strict();
+
+export const SessionList = z.object({
+  sessions: z
+    .array(
+      z.object({
+        sessionId: z.string(),
+        startedAt: DateTime.describe("When the session's current workflow run started (a long session's run is renewed now and then)."),
+        open: z.boolean().describe('`false` once the session ended (stopped by an operator, or failed): its transcript may still be read.'),
+        lastMessage: z
+          .object({
+            role: z.enum(['user', 'assistant']),
+            preview: z.string().describe('Its first 200 characters.'),
+            at: DateTime,
+          })
+          .optional()
+          .describe('The newest message of the conversation; absent when the session cannot be read right now or has none retained.'),
+        messagesUrl: z.string().describe('`/v1/sessions/{sessionId}/messages`: the whole conversation.'),
+      }),
+    )
+    .describe('Newest first: open sessions by when their run started, then ended ones by when they ended.'),
+  nextCursor: z.string().optional().describe('Pass as `cursor` for the next page; absent on the last page.'),
+});
