@@ -163,7 +163,7 @@ export function classifyRequestError(
   if (error instanceof McpError) {
     if (isLocalTimeout(error)) {
       const reason = isTotalTimeout(error)
-        ? `request ran over its total time limit of ${String((error.data as { maxTotalTimeout: number }).maxTotalTimeout)} ms (callTotalMs), progress or not`
+        ? `request ran over its total time limit of ${String((error.data as { maxTotalTimeout: number }).maxTotalTimeout)} ms (callTotalMs, or the time the tool activity had left), progress or not`
         : `request timed out after ${opts.timeoutMs} ms`;
       return { kind: 'transient', reason, connection: 'probe', answered: false };
     }

@@ -96,7 +96,7 @@ async function requestToolCall(ctx: ToolCallContext, slot: Slot, conn: Connectio
   const taskSupport = listed.find((t) => t.name === req.tool)?.execution?.taskSupport;
   if (taskSupport !== 'required' && taskSupport !== 'optional') {
     req.onSend?.();
-    return await callWithinTotal(conn, params, options, callTotalMsOf(slot.cfg));
+    return await callWithinTotal(conn, params, options, Math.min(callTotalMsOf(slot.cfg), req.totalTimeoutMs ?? Infinity));
   }
   // A task's creation is reported instead (`onTask`): what a later attempt needs is the task to rejoin.
   return await callAsTask(conn, params, options, req);

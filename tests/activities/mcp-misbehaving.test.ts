@@ -63,11 +63,11 @@ const input = (server: string, tool: string) => ({
   idempotencyKey: `k-${Math.random()}`,
 });
 
-/** Runs the call; its outcome (a result or the activity's failure) and how long it took. */
-async function run(server: string, tool: string): Promise<{ out?: ToolOutcome; err?: ApplicationFailure; ms: number }> {
+/** Runs the call in an attempt of `startToCloseTimeoutMs`; its outcome (a result or the activity's failure) and how long it took. */
+async function run(server: string, tool: string, startToCloseTimeoutMs = 120_000): Promise<{ out?: ToolOutcome; err?: ApplicationFailure; ms: number }> {
   const started = Date.now();
   try {
-    const out = (await new MockActivityEnvironment().run(acts.callTool, input(server, tool))) as ToolOutcome;
+    const out = (await new MockActivityEnvironment({ startToCloseTimeoutMs }).run(acts.callTool, input(server, tool))) as ToolOutcome;
     return { out, ms: Date.now() - started };
   } catch (err) {
     expect(err).toBeInstanceOf(ApplicationFailure);
@@ -119,7 +119,7 @@ describe.each(['stdio', 'http'])('over %s', (server) => {
   }, 60_000);
 
   test('progress forever: the call ends at its total limit (progress does not extend it), and the server hears it was cancelled', async () => {
-    const ms = await failsClearly(server, 'progress_forever', new RegExp(`total time limit of ${TOTAL_MS} ms \\(callTotalMs\\)`));
+    const ms = await failsClearly(server, 'progress_forever', new RegExp(`total time limit of ${TOTAL_MS} ms \\(callTotalMs`));
     expect(ms).toBeGreaterThanOrEqual(TOTAL_MS);
     expect(ms).toBeLessThan(TOTAL_MS + SLACK_MS);
     if (server === 'http') {
@@ -131,6 +131,16 @@ describe.each(['stdio', 'http'])('over %s', (server) => {
     await answersOk(server);
   }, 60_000);
 });
+
+test('progress forever in an attempt shorter than callTotalMs: the call ends before the attempt times out, saying why', async () => {
+  const { err } = await run('stdio', 'progress_forever', 7_000);
+  expect(err?.type).toBe(Failure.McpOutcomeUnknown);
+  // The attempt's 7 s, less what went before the call and a 2 s margin; never below the idle timeout.
+  const limit = Number(/total time limit of (\d+) ms \(callTotalMs, or the time the tool activity had left\)/.exec(err?.message ?? '')?.[1]);
+  expect(limit).toBeGreaterThanOrEqual(CALL_MS);
+  expect(limit).toBeLessThanOrEqual(5_000);
+  await answersOk('stdio');
+}, 60_000);
 
 test('garbage on stdout: a clear error naming it, and the connection is restarted', async () => {
   await answersOk('stdio');
