@@ -99,6 +99,14 @@ describe.each(['stdio', 'http'])('over %s', (server) => {
     if (server === 'http') await waitFor(async () => ((await http.stats()).openResponses === 0 ? true : undefined), 30_000);
   }, 60_000);
 
+  test('five calls that never answer hold nothing up: another call answers meanwhile, and all five end at their timeout', async () => {
+    const hanging = Array.from({ length: 5 }, () => failsClearly(server, 'hang', new RegExp(`request timed out after ${CALL_MS} ms`)));
+    await answersOk(server);
+    const times = await Promise.all(hanging);
+    for (const ms of times) expect(ms).toBeLessThan(CALL_MS + SLACK_MS);
+    if (server === 'http') await waitFor(async () => ((await http.stats()).openResponses === 0 ? true : undefined), 30_000);
+  }, 60_000);
+
   test('a 50 MB answer: refused at the size limit without holding it in memory, and the server stays usable', async () => {
     const { value: ms, growthMb } = await peakRssGrowthMb(() => failsClearly(server, 'huge', new RegExp(`larger than ${MAX_BYTES} bytes \\(maxMessageBytes\\)`)));
     expect(ms).toBeLessThan(CALL_MS + SLACK_MS);
