@@ -39,6 +39,10 @@ beforeAll(async () => {
       mcpServers: {
         stdio: { command: process.execPath, args: [MISBEHAVING_SERVER, '--stdio', '--effects', path.join(dir, 'effects.txt')], ...limits },
         http: { url: http.url, transport: 'streamable-http', ...limits },
+        legacy: { url: new URL('/sse', http.url).href, transport: 'sse', ...limits },
+        // For the flood, which takes seconds on a loaded machine: no total limit of a few seconds.
+        'stdio-flood': { command: process.execPath, args: [MISBEHAVING_SERVER, '--stdio'], timeouts: { callMs: CALL_MS }, maxMessageBytes: MAX_BYTES },
+        'http-flood': { url: http.url, transport: 'streamable-http', timeouts: { callMs: CALL_MS }, maxMessageBytes: MAX_BYTES },
       },
     },
     {},
@@ -120,9 +124,10 @@ describe.each(['stdio', 'http'])('over %s', (server) => {
   }, 60_000);
 
   test('10,000 notifications during a call: the call completes, memory stays bounded', async () => {
-    const { value, growthMb } = await peakRssGrowthMb(() => run(server, 'flood'));
+    const { value, growthMb } = await peakRssGrowthMb(() => run(`${server}-flood`, 'flood'));
+    expect(value.err?.message).toBeUndefined();
     expect(value.out).toEqual({ isError: false, text: 'sent 10000 notifications' });
-    expect(value.ms).toBeLessThan(CALL_MS + SLACK_MS);
+    expect(value.ms).toBeLessThan(SLACK_MS);
     expect(growthMb).toBeLessThan(100);
   }, 60_000);
 
@@ -149,6 +154,21 @@ test('progress forever in an attempt shorter than callTotalMs: the call ends bef
   expect(limit).toBeLessThanOrEqual(5_000);
   await answersOk('stdio');
 }, 60_000);
+
+describe('over legacy HTTP+SSE (every answer on one stream)', () => {
+  test('a call that never answers: a timeout within the call timeout, and the server stays usable', async () => {
+    const ms = await failsClearly('legacy', 'hang', new RegExp(`request timed out after ${CALL_MS} ms`));
+    expect(ms).toBeLessThan(CALL_MS + SLACK_MS);
+    await answersOk('legacy');
+  }, 60_000);
+
+  test('a 50 MB event on the stream: refused at the size limit without holding it in memory, and the server stays usable', async () => {
+    const { value: ms, growthMb } = await peakRssGrowthMb(() => failsClearly('legacy', 'huge', new RegExp(`larger than ${MAX_BYTES} bytes \\(maxMessageBytes\\)`)));
+    expect(ms).toBeLessThan(CALL_MS + SLACK_MS);
+    expect(growthMb).toBeLessThan(40);
+    await answersOk('legacy');
+  }, 60_000);
+});
 
 test('garbage on stdout: a clear error naming it, and the connection is restarted', async () => {
   await answersOk('stdio');
