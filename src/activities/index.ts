@@ -31,6 +31,9 @@ import type { UserContext } from '../shared/user';
 import type { SummaryUsage } from '../usage/summary-usage';
 import { createSessionLinkActivities, type SessionLink } from './session-link';
 
+/** What a tool call leaves of its attempt's start-to-close timeout: it ends first, saying why. */
+const ATTEMPT_MARGIN_MS = 2_000;
+
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
 }
@@ -416,6 +419,8 @@ export function createActivities(deps: ActivityDeps) {
               ...(input.user ? userMeta(input.user, input.turnId) : {}),
             },
             signal: AbortSignal.any([ctx.cancellationSignal, elicitation.signal]),
+            // Ends before Temporal's start-to-close does, with the call's own reason.
+            totalTimeoutMs: Math.floor(ctx.info.startToCloseTimeoutMs - (performance.now() - started) - ATTEMPT_MARGIN_MS),
             // A task an earlier attempt started (kept in its heartbeat details) is waited for, not started again.
             ...(resumeTask ? { resumeTask } : {}),
             onTask: (task) => {

@@ -4,15 +4,18 @@
  * the wording of a schema's complaint.
  */
 import { z } from 'zod';
+import { MAX_MAX_MESSAGE_BYTES, MIN_MAX_MESSAGE_BYTES } from './transport-limits';
 
 // setTimeout silently treats anything above 2^31-1 as 1 ms.
 const MAX_TIMEOUT_MS = 2_147_483_647;
 const timeoutMs = z.number().int().positive().max(MAX_TIMEOUT_MS).optional();
 
-export const TimeoutsSchema = z.object({ connectMs: timeoutMs, callMs: timeoutMs, listMs: timeoutMs });
+export const TimeoutsSchema = z.object({ connectMs: timeoutMs, callMs: timeoutMs, callTotalMs: timeoutMs, listMs: timeoutMs });
 
 const commonFields = {
   timeouts: TimeoutsSchema.optional(),
+  /** The largest message the server may send (a tool result, a listing); larger ones drop the connection. */
+  maxMessageBytes: z.number().int().min(MIN_MAX_MESSAGE_BYTES).max(MAX_MAX_MESSAGE_BYTES).optional(),
   disabled: z.boolean().optional(),
   description: z.string().optional(),
   /** Directories (relative to the config file) or `file://` URIs the server may use. */

@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { describeIssues } from '../shared/issues';
 import { ProblemList, resolveEnvRefs, resolveRecord, type PathPart, type RefContext } from './config-refs';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './transport-limits';
 import { AuthSchema, HttpEntrySchema, KNOWN_KEYS, StdioEntrySchema, describeIssue, kindOf, type TimeoutsSchema } from './config-schema';
 
 export { inputVariable } from './config-refs';
@@ -20,6 +21,8 @@ export interface McpTimeouts {
   connectMs: number;
   /** One tools/call, reset by every progress notification. */
   callMs: number;
+  /** One tools/call in all, however much progress the server reports (DEFAULT_CALL_TOTAL_MS when absent). */
+  callTotalMs?: number;
   /** Listing all tools of the server (all pages). */
   listMs: number;
 }
@@ -30,6 +33,15 @@ export const DEFAULT_TIMEOUTS: Readonly<McpTimeouts> = Object.freeze({
   listMs: 15_000,
 });
 
+/** Ten minutes: the tool activity's default start-to-close timeout (src/shared/turn.ts). */
+export const DEFAULT_CALL_TOTAL_MS = 600_000;
+
+/** The longest a tools/call may run, progress or not. */
+export const callTotalMsOf = (cfg: McpServerConfig): number => cfg.timeouts.callTotalMs ?? DEFAULT_CALL_TOTAL_MS;
+
+/** The largest message `cfg`'s server may send. */
+export const maxMessageBytesOf = (cfg: McpServerConfig): number => cfg.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+
 // Object type aliases rather than interfaces: aliases are assignable to Record<string, unknown>,
 // which code that walks configs generically (e.g. collecting secrets to scrub) relies on.
 type McpServerConfigBase = {
@@ -37,6 +49,8 @@ type McpServerConfigBase = {
   description?: string;
   disabled: boolean;
   timeouts: McpTimeouts;
+  /** The largest message the server may send, in bytes (DEFAULT_MAX_MESSAGE_BYTES when absent; src/mcp/transport-limits.ts). */
+  maxMessageBytes?: number;
   /**
    * The directories the server may work in, as `file://` URIs, answered to its `roots/list` (and
    * announced with `roots/list_changed` when a reload changes them). Absent: none, never the whole disk.
@@ -128,6 +142,7 @@ function resolveTimeouts(t: z.infer<typeof TimeoutsSchema> | undefined): McpTime
   return {
     connectMs: t?.connectMs ?? DEFAULT_TIMEOUTS.connectMs,
     callMs: t?.callMs ?? DEFAULT_TIMEOUTS.callMs,
+    ...(t?.callTotalMs !== undefined ? { callTotalMs: t.callTotalMs } : {}),
     listMs: t?.listMs ?? DEFAULT_TIMEOUTS.listMs,
   };
 }
@@ -211,6 +226,7 @@ export function parseMcpConfig(
       name,
       disabled,
       timeouts: resolveTimeouts(data.timeouts),
+      ...(data.maxMessageBytes !== undefined ? { maxMessageBytes: data.maxMessageBytes } : {}),
       ...(roots.length > 0 ? { roots } : {}),
       ...(data.honoursIdempotencyKey ? { honoursIdempotencyKey: true } : {}),
       ...(data.readOnlyTools?.length ? { readOnlyTools: data.readOnlyTools } : {}),

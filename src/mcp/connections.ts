@@ -22,6 +22,7 @@ import { RefusedError, isAuthorizationError, noop, withTimeout, type Connection,
 import { CallsInFlight, connectionContext, type ElicitationHandler, type SamplingHandler } from './server-requests';
 import type { OpenSession, SessionHooks } from './session';
 import { openV1Session } from './session-v1';
+import { DroppedResponse, TransportFault } from './transport-limits';
 import { openHttpWithFallback, type TransportKind } from './transports';
 import { callerContext } from './user-token';
 
@@ -77,9 +78,11 @@ export class Connections {
       if (verdict.kind === 'refused') throw new RefusedError(verdict.reason);
       if (verdict.connection === 'probe') this.probe(slot, conn);
       if (verdict.connection === 'retire') this.retire(slot, conn, verdict.reason);
+      // A connection dropped for breaking the transport's limits: its calls say why, not "connection closed".
+      const reason = conn.fault && !(error instanceof TransportFault) ? safeReason(conn.fault, slot.secrets) : verdict.reason;
       // The connection was there and the request was handed to it: unless the server provably
       // refused the connection, it may have received (and applied) it.
-      throw new McpTransientError(slot.cfg.name, verdict.reason, { requestSent: !isConnectionRefused(error), answered: verdict.answered });
+      throw new McpTransientError(slot.cfg.name, reason, { requestSent: !isConnectionRefused(error), answered: verdict.answered });
     } finally {
       conn.inflight -= 1;
       if (!conn.alive && conn.inflight === 0 && slot.conn !== conn) void this.closeConnection(conn, false);
@@ -270,6 +273,12 @@ export class Connections {
   private onTransportError(slot: Slot, conn: Connection, error: Error): void {
     // The request that needed authorization fails on its own; the connection itself is fine.
     if (isAuthorizationError(error)) return;
+    if (error instanceof TransportFault) {
+      this.fault(slot, conn, error);
+      return;
+    }
+    // We ended the response of a request we had given up on: the connection is fine.
+    if (error instanceof DroppedResponse) return;
     if (isMissingOptionalStream(error)) {
       this.logger.debug({ server: slot.cfg.name }, 'server has no GET stream (404); requests continue over POST');
       return;
@@ -287,6 +296,19 @@ export class Connections {
       this.retire(slot, conn, reason);
     }
     // stdio: a broken pipe is followed by the child's close event, which does the work.
+  }
+
+  /**
+   * The server broke the transport's limits (an oversized message, stdout that is not JSON-RPC): the
+   * connection cannot be trusted to carry the next answer, so it is dropped now and every request on
+   * it fails with the reason (transport-limits.ts).
+   */
+  private fault(slot: Slot, conn: Connection, fault: TransportFault): void {
+    if (conn.fault) return;
+    conn.fault = fault.message;
+    this.logger.warn({ server: slot.cfg.name, transport: conn.kind, reason: safeReason(fault.message, slot.secrets) }, 'MCP server broke the transport limits; dropping its connection');
+    this.retire(slot, conn, fault.message);
+    void this.closeConnection(conn, false);
   }
 
   private onConnectionClosed(slot: Slot, conn: Connection): void {

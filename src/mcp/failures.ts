@@ -12,6 +12,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { Failure } from '../shared/failures';
 import { scrubSecrets } from '../security/secrets';
+import { TransportFault } from './transport-limits';
 
 export type McpFailureKind = 'transient' | 'permanent' | 'aborted';
 
@@ -134,6 +135,11 @@ function isLocalTimeout(error: McpError): boolean {
   return typeof data.timeout === 'number' || typeof data.maxTotalTimeout === 'number';
 }
 
+/** The SDK's own timeout for a request that ran over its `maxTotalTimeout` (progress does not extend it). */
+export function isTotalTimeout(error: unknown): boolean {
+  return error instanceof McpError && isLocalTimeout(error) && typeof (error.data as { maxTotalTimeout?: unknown }).maxTotalTimeout === 'number';
+}
+
 function isLocalConnectionClosed(error: McpError): boolean {
   return error.code === ErrorCode.ConnectionClosed && error.data === undefined && error.message === `MCP error ${ErrorCode.ConnectionClosed}: Connection closed`;
 }
@@ -152,9 +158,14 @@ export function classifyRequestError(
 ): RequestVerdict {
   // Checked first: the SDK reports its own abort as a RequestTimeout McpError.
   if (opts.signal?.aborted) return { kind: 'aborted', cause: opts.signal.reason };
+  // The server answered, but past the transport's limits (an oversized answer): said as it is.
+  if (error instanceof TransportFault) return { kind: 'transient', reason: error.message, connection: 'retire', answered: true };
   if (error instanceof McpError) {
     if (isLocalTimeout(error)) {
-      return { kind: 'transient', reason: `request timed out after ${opts.timeoutMs} ms`, connection: 'probe', answered: false };
+      const reason = isTotalTimeout(error)
+        ? `request ran over its total time limit of ${String((error.data as { maxTotalTimeout: number }).maxTotalTimeout)} ms (callTotalMs, or the time the tool activity had left), progress or not`
+        : `request timed out after ${opts.timeoutMs} ms`;
+      return { kind: 'transient', reason, connection: 'probe', answered: false };
     }
     if (isLocalConnectionClosed(error)) {
       return { kind: 'transient', reason: 'connection closed during the request; the next attempt reconnects', connection: 'retire', answered: false };

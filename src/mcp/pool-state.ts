@@ -47,6 +47,8 @@ export interface Connection {
   pid?: number;
   /** False once closed or retired: no new work is handed to it. */
   alive: boolean;
+  /** Why the connection was dropped for breaking the transport's limits: what its calls fail with. */
+  fault?: string;
   inflight: number;
   /** Resources subscribed to on this connection (each once). */
   subscribed: Set<string>;

@@ -65,6 +65,8 @@ export interface ToolCallOptions extends RequestLimits {
   onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
   /** A progress notification starts the timeout over. */
   resetTimeoutOnProgress?: boolean;
+  /** Milliseconds the request may last in all, progress or not. */
+  maxTotalTimeout?: number;
 }
 
 export interface ToolCallParams {

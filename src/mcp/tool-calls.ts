@@ -5,9 +5,10 @@
  */
 import { UrlElicitationRequiredError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolOutcome } from '../shared/tool-types';
+import { callTotalMsOf } from './config';
 import { PROBE_TIMEOUT_MS, type Connections } from './connections';
 import { RefusedError, noop, withTimeout, type Connection, type Slot } from './pool-state';
-import { McpAbortError } from './failures';
+import { McpAbortError, isTotalTimeout } from './failures';
 import { toToolOutcome } from './render';
 import type { ElicitationHandler } from './server-requests';
 import type { ToolCallOptions, ToolCallParams } from './session';
@@ -95,10 +96,27 @@ async function requestToolCall(ctx: ToolCallContext, slot: Slot, conn: Connectio
   const taskSupport = listed.find((t) => t.name === req.tool)?.execution?.taskSupport;
   if (taskSupport !== 'required' && taskSupport !== 'optional') {
     req.onSend?.();
-    return await conn.session.callTool(params, options);
+    return await callWithinTotal(conn, params, options, Math.min(callTotalMsOf(slot.cfg), req.totalTimeoutMs ?? Infinity));
   }
   // A task's creation is reported instead (`onTask`): what a later attempt needs is the task to rejoin.
   return await callAsTask(conn, params, options, req);
+}
+
+/**
+ * A plain tools/call that ends after `totalMs` however much progress the server reports (progress
+ * starts only the idle timeout over). The SDK rejects such a call without telling the server, so
+ * the call's own signal is aborted then: the server hears `notifications/cancelled`, and an HTTP
+ * answer still streaming is dropped (transport-limits.ts).
+ */
+async function callWithinTotal(conn: Connection, params: ToolCallParams, options: ToolCallOptions, totalMs: number): Promise<unknown> {
+  const ended = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, ended.signal]) : ended.signal;
+  try {
+    return await conn.session.callTool(params, { ...options, signal, maxTotalTimeout: Math.max(options.timeout, totalMs) });
+  } catch (error) {
+    if (isTotalTimeout(error)) ended.abort(error);
+    throw error;
+  }
 }
 
 /**

@@ -8,9 +8,11 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerStatus } from '../shared/tool-types';
-import type { McpServerConfig } from './config';
+import { maxMessageBytesOf, type McpServerConfig } from './config';
 import { describeCause, isAuthRefusal, isHttp4xx } from './failures';
+import { GarbageCounter, isStdioOverflow, isUnparsableLine, limitedFetch, oversizeFault } from './transport-limits';
 import { forwardingFetch } from './user-token';
 
 export type TransportKind = ServerStatus['transport'];
@@ -20,7 +22,9 @@ const MAX_STDERR_LINE = 2_000;
 /**
  * The transport for `cfg` over `kind`. A stdio child's stderr is handed to `onStderrLine` line by
  * line (long lines cut), so a chatty server cannot flood the log. `authFetch` is the OAuth-aware
- * fetch of a server with `auth` (src/mcp/oauth/fetch.ts).
+ * fetch of a server with `auth` (src/mcp/oauth/fetch.ts). Messages are capped at the server's
+ * `maxMessageBytes` and a stdio server's stdout must speak JSON-RPC (transport-limits.ts): a breach
+ * reaches the transport's `onerror` as a `TransportFault`.
  */
 export function createTransport(
   cfg: McpServerConfig,
@@ -30,6 +34,7 @@ export function createTransport(
   /** Rejoin this Streamable HTTP session (no new `initialize`): to find a task an earlier connection started. */
   sessionId?: string,
 ): Transport {
+  const maxBytes = maxMessageBytesOf(cfg);
   if (cfg.kind === 'stdio') {
     // spawn reports a missing cwd as "spawn <command> ENOENT", which sends people looking for the
     // wrong thing.
@@ -41,20 +46,62 @@ export function createTransport(
       // Never the worker's whole environment: it holds the host's own secrets.
       env: { ...getDefaultEnvironment(), ...cfg.env },
       stderr: 'pipe',
+      maxBufferSize: maxBytes,
     });
     if (transport.stderr) splitLines(transport.stderr as Readable, onStderrLine);
-    return transport;
+    return new GuardedStdio(transport, maxBytes);
   }
   const url = new URL(cfg.url);
   const requestInit: RequestInit = { headers: { ...cfg.headers } };
-  const fetch = authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
-  const opts = { requestInit, ...(fetch ? { fetch } : {}) };
-  return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, { ...opts, ...(sessionId ? { sessionId } : {}) });
+  // The transport's `onerror` is the session's by the time a response is read.
+  const fetch = limitedFetch(authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined), maxBytes, (fault) => transport.onerror?.(fault));
+  const opts = { requestInit, fetch };
+  const transport: Transport =
+    kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, { ...opts, ...(sessionId ? { sessionId } : {}) });
+  return transport;
+}
+
+/**
+ * A stdio transport whose stdout must be JSON-RPC: the SDK's line buffer going over the limit, or a
+ * run of lines it cannot parse, is reported as a `TransportFault` (other errors pass as they are).
+ */
+class GuardedStdio implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+
+  constructor(
+    readonly inner: StdioClientTransport,
+    maxBytes: number,
+  ) {
+    const garbage = new GarbageCounter();
+    inner.onmessage = (message: JSONRPCMessage) => {
+      garbage.message();
+      this.onmessage?.(message);
+    };
+    inner.onerror = (error) => {
+      const fault = isStdioOverflow(error) ? oversizeFault(maxBytes) : isUnparsableLine(error) ? garbage.garbage() : undefined;
+      this.onerror?.(fault ?? error);
+    };
+    inner.onclose = () => this.onclose?.();
+  }
+
+  start(): Promise<void> {
+    return this.inner.start();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return this.inner.send(message);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
 }
 
 /** The child's pid once a stdio transport has started. */
 export function pidOf(transport: Transport): number | undefined {
-  return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+  return transport instanceof GuardedStdio ? (transport.inner.pid ?? undefined) : undefined;
 }
 
 /** The Streamable HTTP session id of a connection, if it has one. */

@@ -14,6 +14,11 @@ export interface CallToolRequest {
   /** Overrides the server's configured call timeout. */
   timeoutMs?: number;
   /**
+   * How long the caller can wait in all (the activity's time left): the call's total limit is the
+   * smaller of this and the server's `callTotalMs`, so it ends with its own reason first.
+   */
+  totalTimeoutMs?: number;
+  /**
    * For a tool that runs as an MCP task: called once the server created it, with what it takes to
    * find it again (the activity keeps it in its heartbeat details).
    */

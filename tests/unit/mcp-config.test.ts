@@ -163,6 +163,17 @@ describe('loadMcpConfig', () => {
     );
   });
 
+  it('reads the transport limits: maxMessageBytes and timeouts.callTotalMs, validated', () => {
+    const cfg = parseMcpConfig({ mcpServers: { notes: { command: 'x', maxMessageBytes: 2_000_000, timeouts: { callTotalMs: 120_000 } } } }, {}, dir);
+    expect(cfg.mcpServers['notes']).toMatchObject({ maxMessageBytes: 2_000_000, timeouts: { ...DEFAULT_TIMEOUTS, callTotalMs: 120_000 } });
+    // Absent: not set, the defaults apply where they are used (src/mcp/transport-limits.ts, config.ts).
+    expect(parseMcpConfig({ mcpServers: { notes: { command: 'x' } } }, {}, dir).mcpServers['notes']).not.toHaveProperty('maxMessageBytes');
+    expect(badServer({ command: 'x', maxMessageBytes: 10 })).toContain('mcpServers.notes.maxMessageBytes: must be >= 1024');
+    expect(badServer({ command: 'x', maxMessageBytes: 1e12 })).toContain('mcpServers.notes.maxMessageBytes: must be <= 268435456');
+    expect(badServer({ url: 'http://127.0.0.1/mcp', maxMessageBytes: '1MB' })).toContain('mcpServers.notes.maxMessageBytes: expected number, got string');
+    expect(badServer({ command: 'x', timeouts: { callTotalMs: 0 } })).toContain('mcpServers.notes.timeouts.callTotalMs: must be > 0');
+  });
+
   it('does not resolve references of disabled servers (their secrets need not exist here)', () => {
     const config = parseMcpConfig(
       { mcpServers: { off: { url: 'https://x.test/${env:MISSING}', headers: { A: '${env:MISSING}' }, disabled: true } } },
