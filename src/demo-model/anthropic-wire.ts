@@ -40,8 +40,9 @@ const textOf = (content: unknown): string =>
 /** Anthropic's messages as the rule engine's OpenAI-shaped ones. */
 export function anthropicToChat(request: MessagesRequest): ChatMessageLike[] {
   const out: ChatMessageLike[] = [];
-  const system = typeof request.system === 'string' ? request.system : (request.system ?? []).map((b) => b.text).join('\n');
-  if (system) out.push({ role: 'system', content: system });
+  // One system message per block: the host sends each of its system messages (prompt, context) as one.
+  const system = typeof request.system === 'string' ? [request.system] : (request.system ?? []).map((b) => b.text);
+  for (const text of system) if (text) out.push({ role: 'system', content: text });
   for (const m of request.messages) {
     if (typeof m.content === 'string') {
       out.push({ role: m.role, content: m.content });

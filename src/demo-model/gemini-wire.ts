@@ -26,8 +26,8 @@ const ROUTE = /^\/v1(?:beta)?\/models\/([^/:]+):(generateContent|streamGenerateC
 /** Gemini's contents as the rule engine's OpenAI-shaped messages; a call without id is known by its name. */
 export function geminiToChat(request: GenerateRequest): ChatMessageLike[] {
   const out: ChatMessageLike[] = [];
-  const system = (request.systemInstruction?.parts ?? []).map((p) => p.text ?? '').join('\n');
-  if (system) out.push({ role: 'system', content: system });
+  // One system message per part: the host sends each of its system messages (prompt, context) as one.
+  for (const p of request.systemInstruction?.parts ?? []) if (p.text) out.push({ role: 'system', content: p.text });
   for (const c of request.contents) {
     if (c.role === 'model') {
       const text = c.parts.map((p) => p.text ?? '').join('');

@@ -15,7 +15,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { answer, conversationHash, parseDemoRules, type DemoRules, type ResolvedDemoRules } from './rules';
+import { answer, type ChatMessageLike, conversationHash, parseDemoRules, type DemoRules, type ResolvedDemoRules } from './rules';
 import { describeIssues } from '../shared/issues';
 import { anthropicWire } from './anthropic-wire';
 import { geminiWire } from './gemini-wire';
@@ -54,13 +54,17 @@ const FaultListSchema = z.array(FaultSchema);
 export interface RecordedRequest {
   method: string;
   path: string;
-  /** Lower-cased header names; `authorization` is redacted. */
+  /** Lower-cased header names; the key headers (`authorization`, `x-api-key`, `x-goog-api-key`) are redacted. */
   headers: Record<string, string>;
   /** Parsed JSON body; the raw text when it was not JSON; undefined when empty. */
   body: unknown;
   /** Epoch milliseconds. */
   at: number;
+  /** A model request as the rule engine read it (OpenAI-shaped, whatever the wire format), once parsed. */
+  conversation?: ChatMessageLike[];
 }
+
+const KEY_HEADERS = new Set(['authorization', 'x-api-key', 'x-goog-api-key']);
 
 /** Structurally compatible with pino, so callers can pass their logger as is. */
 export interface DemoModelLogger {
@@ -174,7 +178,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     return head;
   };
 
-  const record = (req: http.IncomingMessage, path: string, raw: string): void => {
+  const record = (req: http.IncomingMessage, path: string, raw: string): RecordedRequest => {
     let body: unknown = undefined;
     if (raw !== '') {
       try {
@@ -186,10 +190,12 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) {
       if (v === undefined) continue;
-      headers[k] = k === 'authorization' ? '[redacted]' : Array.isArray(v) ? v.join(', ') : v;
+      headers[k] = KEY_HEADERS.has(k) ? '[redacted]' : Array.isArray(v) ? v.join(', ') : v;
     }
-    recorded.push({ method: req.method ?? 'GET', path, headers, body, at: Date.now() });
+    const entry: RecordedRequest = { method: req.method ?? 'GET', path, headers, body, at: Date.now() };
+    recorded.push(entry);
     if (recorded.length > MAX_RECORDED) recorded = recorded.slice(-MAX_RECORDED);
+    return entry;
   };
 
   const checkAuth = (req: http.IncomingMessage, dialect: Dialect): void => {
@@ -210,7 +216,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     }
   };
 
-  const handleChat = async (req: http.IncomingMessage, res: http.ServerResponse, raw: string, dialect: Dialect, url: URL): Promise<void> => {
+  const handleChat = async (req: http.IncomingMessage, res: http.ServerResponse, raw: string, dialect: Dialect, url: URL, entry: RecordedRequest): Promise<void> => {
     const fault = takeFault();
     if (fault) {
       logger?.info({ fault, dialect: dialect.name }, 'demo model: applying fault');
@@ -229,6 +235,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     }
     checkAuth(req, dialect);
     const request = dialect.parse(parseJson(raw), url.pathname, url);
+    entry.conversation = request.messages;
     const reply = answer(rules, request.messages);
     logger?.info({ script: reply.script, step: reply.step, ok: reply.ok, stream: request.stream, dialect: dialect.name }, 'demo model: chat completion');
     if (!reply.ok) {
@@ -303,14 +310,14 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const raw = await readBody(req);
     if (path.startsWith('/__demo/')) return handleControl(req, res, path, raw);
-    record(req, path, raw);
+    const entry = record(req, path, raw);
 
     const dialect = DIALECTS.find((d) => d.handles(path));
     if (dialect) {
       if (method !== 'POST') {
         throw new HttpError(405, `demo model: use POST for ${path}`, 'invalid_request_error', 'method_not_allowed');
       }
-      return handleChat(req, res, raw, dialect, url);
+      return handleChat(req, res, raw, dialect, url, entry);
     }
     const modelMatch = /^\/(?:v1\/)?models(?:\/(.+))?$/.exec(path);
     if (modelMatch && method === 'GET') {
