@@ -171,6 +171,18 @@ describe.each(PROVIDER_ROWS)('the LLM activity on %s', (_name, provider) => {
   });
 });
 
+test("Anthropic: the second request with the same tools and system prompt reads them from the provider's cache", async () => {
+  const acts = activities(clientFor(providerCase('anthropic'), model, SECRET));
+  const cached: LlmRequest = { ...req('long answer'), messages: [{ role: 'system', content: `cache test ${Date.now()}` }, { role: 'user', content: 'long answer' }] };
+  const first = (await new MockActivityEnvironment().run(acts.callLlm, cached)) as LlmResponse;
+  const second = (await new MockActivityEnvironment().run(acts.callLlm, { ...cached, step: 2 })) as LlmResponse;
+  expect(first.usage?.cacheWriteTokens).toBeGreaterThan(0);
+  expect(first.usage?.cachedTokens).toBeUndefined();
+  expect(second.usage?.cachedTokens).toBe(first.usage?.cacheWriteTokens);
+  // Cached tokens are prompt tokens too.
+  expect(second.usage?.promptTokens).toBe(first.usage?.promptTokens);
+});
+
 test('an unreachable endpoint is retryable', async () => {
   const llm = createLlmClient({ baseUrl: 'http://127.0.0.1:9/v1', model: 'm', apiKey: 'k', timeoutMs: 2_000 });
   const err = (await new MockActivityEnvironment().run(activities(llm).callLlm, req('x')).catch((e: unknown) => e)) as ApplicationFailure;
