@@ -6,9 +6,8 @@
  * from it afterwards (cache_read_input_tokens), so a test can see whether the host's prefix is stable.
  */
 import { z } from 'zod';
-import { describeIssues } from '../shared/issues';
 import type { ChatMessageLike } from './rules';
-import { argumentPieces, type Dialect, type HttpError, invalidRequest, jsonOr, type ReplyPlan, type SseFrame, textPieces } from './wire';
+import { argumentPieces, type Dialect, type HttpError, jsonOr, parseBody, type ReplyPlan, type SseFrame, textPieces } from './wire';
 
 const Block = z.looseObject({ type: z.string(), cache_control: z.unknown().optional() });
 const TextBlock = z.looseObject({ type: z.literal('text'), text: z.string() });
@@ -101,12 +100,8 @@ export const anthropicWire: Dialect = {
   // The API takes the key as `x-api-key` or, as this SDK version sends it, as a bearer token.
   authorized: (req, apiKey) => req.headers['x-api-key'] === apiKey || req.headers.authorization === `Bearer ${apiKey}`,
   parse(body) {
-    const parsed = MessagesRequestSchema.safeParse(body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw invalidRequest(issue ? (describeIssues([issue], '(body)')[0] ?? 'bad shape') : 'bad shape', issue ? issue.path.map(String).join('.') : null);
-    }
-    return { messages: anthropicToChat(parsed.data), stream: parsed.data.stream === true, includeUsage: true, cachePrefix: cachePrefix(parsed.data) };
+    const request = parseBody(MessagesRequestSchema, body);
+    return { messages: anthropicToChat(request), stream: request.stream === true, includeUsage: true, cachePrefix: cachePrefix(request) };
   },
   stream(plan) {
     const { reply } = plan;

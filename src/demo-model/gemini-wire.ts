@@ -4,9 +4,8 @@
  * whole, never in fragments, and without ids, as the Gemini API sends them).
  */
 import { z } from 'zod';
-import { describeIssues } from '../shared/issues';
 import type { ChatMessageLike } from './rules';
-import { type Dialect, type HttpError, invalidRequest, jsonOr, type ReplyPlan, type SseFrame, textPieces } from './wire';
+import { type Dialect, type HttpError, invalidRequest, jsonOr, parseBody, type ReplyPlan, type SseFrame, textPieces } from './wire';
 
 const Part = z.looseObject({
   text: z.string().optional(),
@@ -71,14 +70,10 @@ export const geminiWire: Dialect = {
   handles: (path) => ROUTE.test(path),
   authorized: (req, apiKey) => req.headers['x-goog-api-key'] === apiKey,
   parse(body, path, url) {
-    const parsed = GenerateRequestSchema.safeParse(body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw invalidRequest(issue ? (describeIssues([issue], '(body)')[0] ?? 'bad shape') : 'bad shape', issue ? issue.path.map(String).join('.') : null);
-    }
+    const request = parseBody(GenerateRequestSchema, body);
     const stream = ROUTE.exec(path)?.[2] === 'streamGenerateContent';
     if (stream && url.searchParams.get('alt') !== 'sse') throw invalidRequest('the demo model streams with alt=sse only');
-    return { messages: geminiToChat(parsed.data), stream, includeUsage: true };
+    return { messages: geminiToChat(request), stream, includeUsage: true };
   },
   stream(plan) {
     const frames: SseFrame[] = [];

@@ -1,7 +1,6 @@
 /** The demo model's OpenAI Chat Completions dialect: POST /v1/chat/completions (also /chat/completions). */
 import { z } from 'zod';
-import { describeIssues } from '../shared/issues';
-import { type Dialect, type HttpError, invalidRequest, type ReplyPlan, type SseFrame, argumentPieces, textPieces } from './wire';
+import { type Dialect, type HttpError, parseBody, type ReplyPlan, type SseFrame, argumentPieces, textPieces } from './wire';
 
 const ContentSchema = z
   .union([z.string(), z.array(z.looseObject({ type: z.string().optional(), text: z.string().optional() }))])
@@ -48,12 +47,7 @@ export const openAiWire: Dialect = {
   handles: (path) => path === '/v1/chat/completions' || path === '/chat/completions',
   authorized: (req, apiKey) => req.headers.authorization === `Bearer ${apiKey}`,
   parse(body) {
-    const parsed = ChatRequestSchema.safeParse(body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw invalidRequest(issue ? (describeIssues([issue], '(body)')[0] ?? 'bad shape') : 'bad shape', issue ? issue.path.map(String).join('.') : null);
-    }
-    const request = parsed.data;
+    const request = parseBody(ChatRequestSchema, body);
     return { messages: request.messages, stream: request.stream === true, includeUsage: request.stream_options?.include_usage === true };
   },
   stream(plan) {

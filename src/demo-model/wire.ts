@@ -5,6 +5,8 @@
  * (server.ts) owns everything else once for all of them: faults, recorded requests, delays, hang-ups.
  */
 import type http from 'node:http';
+import type { z } from 'zod';
+import { describeIssues } from '../shared/issues';
 import type { ChatMessageLike, DemoAnswer } from './rules';
 
 export type OkAnswer = Extract<DemoAnswer, { ok: true }>;
@@ -94,9 +96,16 @@ export function argumentPieces(args: string): string[] {
   return pieces;
 }
 
-/** The first issue of a failed parse, as the 400 the real endpoints would send. */
 export function invalidRequest(message: string, param: string | null = null): HttpError {
   return new HttpError(400, `demo model: invalid request: ${message}`, 'invalid_request_error', 'invalid_request', param);
+}
+
+/** A request body checked against its dialect's schema; the first issue as the 400 the real endpoints would send. */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw invalidRequest(issue ? (describeIssues([issue], '(body)')[0] ?? 'bad shape') : 'bad shape', issue ? issue.path.map(String).join('.') : null);
 }
 
 /** Scripted arguments may be deliberately invalid JSON (rawArguments): the fallback then. */
