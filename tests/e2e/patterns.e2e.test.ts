@@ -29,6 +29,33 @@ describe.each(PROVIDER_ROWS)('the five patterns on %s', (_name, provider) => {
 
   const started = (events: SseEvent[]) => events.filter((e) => e.event === 'tool_call_started').map((e) => e.data.name);
 
+  test(`live text after a rate limit (429, retry-after) and an overload (HTTP ${provider.overloaded}), each retried with a notice`, async () => {
+    sys.model.setFaults([{ status: 429, retryAfter: 1, times: 1 }, { status: provider.overloaded, times: 1 }, { chunkDelayMs: 5, times: 1 }]);
+    const { state, events } = await turn('How many students do we have?');
+    expect(state.status).toBe('completed');
+    const notices = events.filter((e) => e.event === 'notice' && e.data.code === 'llm_retry');
+    expect(notices.map((n) => n.data.attempt)).toEqual([1, 2]);
+    expect(notices[0]?.data.message).toMatch(/HTTP 429/);
+    expect(notices[1]?.data.message).toMatch(new RegExp(`HTTP ${provider.overloaded}`));
+    // Live: text arrived before the durable final text event (deltas may be batched on their way), and adds up to it.
+    const deltas = events.filter((e) => e.event === 'text_delta');
+    expect(events.findIndex((e) => e.event === 'text_delta')).toBeGreaterThanOrEqual(0);
+    expect(events.findIndex((e) => e.event === 'text_delta')).toBeLessThan(events.findIndex((e) => e.event === 'text'));
+    expect(deltas.map((d) => d.data.text as string).join('')).toBe(state.text);
+  });
+
+  test('a turn cancelled while its answer streams ends cancelled', async () => {
+    // Slow words: the answer is still streaming when the first one arrives and the turn is cancelled.
+    sys.model.setFaults([{ chunkDelayMs: 400, times: 1 }]);
+    const post = await postMessage(sys.apiUrl, 'cancel-stream', 'Give me a full system status report');
+    const url = `${sys.apiUrl}${post.body.eventsUrl as string}`;
+    await readSse(url, { timeoutMs: 60_000, stopAfter: (e) => e.event === 'text_delta' });
+    expect((await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId as string}/cancel`, {})).status).toBe(202);
+    const events = await readSse(url, { timeoutMs: 60_000 });
+    expect(events.at(-1)?.event).toBe('cancelled');
+    sys.model.setFaults([]);
+  });
+
   test('pattern 1, simple query: answered from admin resources without a tool call', async () => {
     const { state, events } = await turn('How many students do we have?');
     expect(state.status).toBe('completed');
