@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     if (probe.kind === 'failed') throw new ConfigError(probe.message);
     logger[probe.kind === 'ok' ? 'info' : 'warn']({}, `LLM probe: ${probe.message}`);
   }
-  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...[...models.named.values()].map((m) => m.apiKey)];
+  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...[...models.named.values()].map((m) => m.apiKey).filter((k) => k !== 'not-needed')];
   // Edits to the MCP config apply without a restart: new servers appear in the next catalog, removed
   // and changed ones finish their in-flight calls first; an edit that does not load changes nothing.
   const mcpConfig = reloadableFile({
