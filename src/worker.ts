@@ -16,8 +16,8 @@ import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, oauthRe
 import { claimCheckFrom } from './config/claim-check';
 import { dataConverterFor } from './security/data-converter';
 import { namespaceRetentionMs, startClaimCheckSweeper } from './security/claim-check-sweep';
+import { resolveModels } from './config/models';
 import { createLlmClient } from './llm/client';
-import { describeEndpoint } from './llm/errors';
 import { probeModels } from './llm/probe';
 import { createLogger, temporalLogger } from './logger';
 import { reloadableFile, reloadOnSighup } from './config/reload';
@@ -71,15 +71,25 @@ async function main(): Promise<void> {
       ...(sdkMetricsPort ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}` } } } : {}),
     },
   });
-  if (!env.LLM_BASE_URL || !env.LLM_MODEL) {
-    throw new ConfigError('environment: LLM_BASE_URL: required (npm start sets it to the demo model when unset)');
-  }
-  if (env.LLM_PROBE === 'on') {
-    const probe = await probeModels({ baseUrl: env.LLM_BASE_URL, apiKey: env.LLM_API_KEY, model: env.LLM_MODEL });
+  // The host config (HOST_CONFIG, the file the API reads): the models it can ask (src/config/models.ts:
+  // the default from the environment or its `models`, which also prices them for the metrics, fixed at
+  // start) and maxToolResultChars for turns started before their calls carried it (reloaded).
+  const hostConfig = reloadableFile({ file: env.HOST_CONFIG, what: 'host config', load: loadHostConfig, logger, pollMs: env.CONFIG_POLL_MS });
+  const host = hostConfig.current();
+  const models = (() => {
+    try {
+      return resolveModels(env, host.models, process.env);
+    } catch (err) {
+      throw new ConfigError((err as Error).message);
+    }
+  })();
+  const defaultModel = models.defaultModel;
+  if (env.LLM_PROBE === 'on' && defaultModel.provider === 'openai' && defaultModel.baseUrl) {
+    const probe = await probeModels({ baseUrl: defaultModel.baseUrl, apiKey: env.LLM_API_KEY, model: defaultModel.model });
     if (probe.kind === 'failed') throw new ConfigError(probe.message);
     logger[probe.kind === 'ok' ? 'info' : 'warn']({}, `LLM probe: ${probe.message}`);
   }
-  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? ''];
+  const secrets = [env.LLM_API_KEY, env.TOKEN_SEAL_KEY ?? '', env.LIVE_SECRET ?? '', ...[...models.named.values()].map((m) => m.apiKey).filter((k) => k !== 'not-needed')];
   // Edits to the MCP config apply without a restart: new servers appear in the next catalog, removed
   // and changed ones finish their in-flight calls first; an edit that does not load changes nothing.
   const mcpConfig = reloadableFile({
@@ -131,15 +141,9 @@ async function main(): Promise<void> {
       logger,
     },
   );
-  const llm = createLlmClient({
-    baseUrl: env.LLM_BASE_URL,
-    model: env.LLM_MODEL,
-    apiKey: env.LLM_API_KEY || 'not-needed',
-    timeoutMs: env.LLM_TIMEOUT_MS,
-  });
-  // What a tool result may bring into the turn: the host config's maxToolResultChars, which the API
-  // gives the turn from the same file (HOST_CONFIG); cut in the activity, so no more travels in history.
-  const hostConfig = reloadableFile({ file: env.HOST_CONFIG, what: 'host config', load: loadHostConfig, logger, pollMs: env.CONFIG_POLL_MS });
+  const llm = createLlmClient(defaultModel);
+  const namedModels = new Map([...models.named].map(([name, settings]) => [name, createLlmClient(settings)] as const));
+  logger.info({ provider: llm.provider, model: llm.model, endpoint: llm.endpoint, from: models.defaultSource, named: [...namedModels.keys()] }, 'default model');
   const stopReloading = reloadOnSighup([mcpConfig, hostConfig]);
   // Live text is a side channel to the API (no history event per token); without it, clients get
   // the final text only.
@@ -163,19 +167,20 @@ async function main(): Promise<void> {
   const accountTurn = async (turnId: string, outcome: TurnOutcome, a: TurnAccounting & { user: NonNullable<TurnAccounting['user']> }): Promise<void> => {
     const u = a.usage ?? { promptTokens: 0, completionTokens: 0, samplingTokens: 0 };
     try {
-      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: env.LLM_MODEL ?? '', ...u, at: new Date().toISOString() });
+      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: llm.model, ...u, at: new Date().toISOString() });
       await audit.append({
         kind: 'turn_usage',
         actor: a.user,
         workflowId: turnId,
         outcome: outcome === 'completed' ? 'ok' : outcome === 'cancelled' ? 'cancelled' : 'error',
-        detail: `model=${env.LLM_MODEL ?? ''} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
+        detail: `model=${llm.model} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
       });
     } catch (err) {
       logger.error({ turnId, err: err instanceof Error ? err.message : String(err) }, 'recording the turn\'s token usage failed');
     }
   };
   const metrics = createWorkerMetrics({
+    prices: () => host.prices,
     circuits: () => Object.keys(mcpConfig.current().mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
   });
   const sdkMetrics = sdkMetricsPort
@@ -273,6 +278,7 @@ async function main(): Promise<void> {
         audit,
         hub,
         llm,
+        models: namedModels,
         validator: createArgumentValidator(),
         logger,
         secrets,
@@ -280,12 +286,11 @@ async function main(): Promise<void> {
         maxToolResultChars: () => hostConfig.current().maxToolResultChars,
         live,
         metrics: metrics.observer,
-        llmEndpoint: describeEndpoint(env.LLM_BASE_URL),
         // Sessions' summaries, against their owner (read from the session workflow's search attributes).
         summaryUsage: createSummaryUsageRecorder({
           ledger: usage,
           ownerOf: sessionOwnerFrom(client, { user: UserIdKey, tenant: TenantIdKey }),
-          model: env.LLM_MODEL,
+          model: llm.model,
         }),
         // Turns the API starts beside their session join it and tell it their end through this client.
         sessions: sessionLink,

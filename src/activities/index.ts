@@ -3,11 +3,10 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { ApplicationFailureCategory } from '@temporalio/common';
 import type { AuditSink } from '../audit';
 import type { LlmClient } from '../llm/client';
-import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
-import { retryingToolMessage, retryNotice } from './retry-notice';
+import { retryingToolMessage } from './retry-notice';
 import { isMcpFailure, McpTransientError } from '../mcp/failures';
 import { isReadOnly, repeatSafety } from '../mcp/repeat-safety';
-import type { LlmOutcome, ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
+import type { ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub, ToolTaskRef } from '../mcp/types';
@@ -19,17 +18,20 @@ import { boundToolOutcome } from '../mcp/render';
 import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
-import { sessionOfTurn } from '../shared/ids';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import { inClientSpan } from '../telemetry/tracing';
 import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome } from '../shared/tool-types';
 import { toLlmTools } from '../core/host-loop';
-import type { ChatMessage, ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmResponse, LlmToolSpec, SamplingAllowance } from '../shared/turn';
+import type { ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmToolSpec, SamplingAllowance } from '../shared/turn';
 import type { Logger } from '../logger';
 import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
 import type { SummaryUsage } from '../usage/summary-usage';
 import { createSessionLinkActivities, type SessionLink } from './session-link';
+import { createLlmActivities } from './llm';
+import { heartbeatsEvery, turnFields } from './shared';
+
+export type { SummarizeInput } from './llm';
 
 /** What a tool call leaves of its attempt's start-to-close timeout: it ends first, saying why. */
 const ATTEMPT_MARGIN_MS = 2_000;
@@ -42,7 +44,10 @@ export interface ActivityDeps {
   /** Append-only audit log; without one, nothing is audited (tests of other concerns). */
   audit?: AuditSink;
   hub: McpHub & McpContextSource;
+  /** The worker's default model. */
   llm: LlmClient;
+  /** The host config's named models (`models`), for requests that name one; absent: only the default. */
+  models?: ReadonlyMap<string, LlmClient>;
   validator: ArgumentCheck;
   logger: Logger;
   /** Values that must never leave the worker (keys, tokens); scrubbed from error messages. */
@@ -62,8 +67,6 @@ export interface ActivityDeps {
   unsealToken?: (sealed: string) => string | undefined;
   /** Call counts and latencies for the worker's /metrics. */
   metrics?: WorkerObserver;
-  /** The model endpoint as messages may name it (llm/errors.ts describeEndpoint). */
-  llmEndpoint?: string;
   /** Records a session summary's tokens in the usage ledger (src/usage/summary-usage.ts); absent: not recorded. */
   summaryUsage?: (s: SummaryUsage) => Promise<void>;
   /** Session and turn workflows, for turns the API started beside their session; absent: such turns fail to join. */
@@ -90,13 +93,6 @@ export interface ToolCallInput {
   maxResultChars?: number;
 }
 
-export interface SummarizeInput {
-  sessionId: string;
-  previousSummary?: string;
-  messages: ChatMessage[];
-  maxChars: number;
-}
-
 export interface GatheredContext {
   pieces: ContextPiece[];
   failures: { server: string; ref: string; error: string }[];
@@ -104,7 +100,7 @@ export interface GatheredContext {
 
 /** Activities are closures over the worker's long-lived dependencies; the worker owns their lifetimes. */
 export function createActivities(deps: ActivityDeps) {
-  const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
+  const withHeartbeats = heartbeatsEvery(deps.heartbeatEveryMs ?? 5_000);
   const workerId = deps.workerId ?? `${process.pid}@${hostname()}`;
   const scrub = (text: string) => scrubSecrets(text, deps.secrets);
   /** The catalog this worker listed last: what tool names in an LLM request resolve against. */
@@ -125,42 +121,9 @@ export function createActivities(deps: ActivityDeps) {
     return toLlmTools(names.flatMap((n) => byName.get(n) ?? []));
   }
 
-  /** Heartbeats on a timer while `work` runs; returns what `work` returns. */
-  async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
-    const ctx = Context.current();
-    // The timer repeats the latest details: they carry what a retry needs (a tool call's MCP task).
-    let last: unknown;
-    const beat = (details?: unknown) => {
-      if (details !== undefined) last = details;
-      ctx.heartbeat(last);
-    };
-    // A local activity has no heartbeats (nothing reads them): its work simply runs.
-    if (ctx.info.isLocal) return await work(() => undefined);
-    // Beat well inside the activity's own heartbeat timeout, whatever the deployment configured.
-    const timeoutMs = ctx.info.heartbeatTimeoutMs;
-    const every = timeoutMs ? Math.max(100, Math.min(heartbeatEveryMs, Math.floor(timeoutMs / 3))) : heartbeatEveryMs;
-    const timer = setInterval(() => beat(), every);
-    try {
-      return await work(beat);
-    } finally {
-      clearInterval(timer);
-    }
-  }
-
-  /** A summary's tokens, in the metrics and the ledger; a ledger that fails costs the record, not the summary. */
-  async function recordSummaryUsage(sessionId: string, usage: SummaryUsage['usage']): Promise<void> {
-    deps.metrics?.llmTokens(usage, 'summary');
-    const { workflowExecution, activityId, attempt } = Context.current().info;
-    if (!deps.summaryUsage || !workflowExecution) return;
-    try {
-      await deps.summaryUsage({ sessionId, workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, activityId, attempt, usage });
-    } catch (err) {
-      deps.logger.error({ sessionId, err: errorMessage(err) }, "recording the summary's token usage failed");
-    }
-  }
-
   return {
     ...createSessionLinkActivities(deps.sessions),
+    ...createLlmActivities(deps, { specs: toolSpecs, withHeartbeats }),
 
     async recordAudit(entry: AuditRequest): Promise<void> {
       await deps.audit?.append(entry);
@@ -207,100 +170,6 @@ export function createActivities(deps: ActivityDeps) {
         else result.failures.push({ ...ref, error: scrub(errorMessage(s.reason)) });
       });
       return result;
-    },
-
-    async callLlm(req: LlmRequest): Promise<LlmResponse> {
-      const ctx = Context.current();
-      const started = performance.now();
-      const observe = (outcome: LlmOutcome, errorClass?: LlmErrorClass) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000, errorClass);
-      return await withHeartbeats(async (beat) => {
-        let lastBeat = 0;
-        try {
-          const attempt = ctx.info.attempt;
-          const response = await deps.llm.complete({ ...req, tools: await toolSpecs(req) }, {
-            signal: ctx.cancellationSignal,
-            onChunk: (delta) => {
-              // Live text for watching clients; a retried attempt announces itself with a reset.
-              if (delta.text) deps.live?.delta(req.turnId, req.step, attempt, delta.text);
-              const now = Date.now();
-              if (now - lastBeat > 1_000) {
-                lastBeat = now;
-                beat();
-              }
-            },
-          });
-          deps.live?.end(req.turnId, req.step, attempt);
-          observe('ok');
-          if (response.usage) deps.metrics?.llmTokens(response.usage);
-          return response;
-        } catch (err) {
-          // A cancelled turn is not an LLM failure: report the cancellation as such.
-          if (ctx.cancellationSignal.aborted) {
-            observe('cancelled');
-            throw new CancelledFailure('LLM call cancelled');
-          }
-          const failure = classifyLlmError(err, deps.secrets, deps.llmEndpoint);
-          observe(failure.retryable ? 'retryable_error' : 'rejected', failure.errorClass);
-          deps.logger.warn(
-            { ...turnFields(req.turnId), step: req.step, attempt: ctx.info.attempt, status: failure.status, errorClass: failure.errorClass, retryable: failure.retryable },
-            `LLM call failed: ${failure.message}`,
-          );
-          if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
-          // Clients watching the turn hear of it now, not only if every attempt fails.
-          const retry = retryNotice({
-            attempt: ctx.info.attempt,
-            ...(ctx.info.retryPolicy ? { policy: ctx.info.retryPolicy } : {}),
-            ...(failure.retryAfterMs ? { retryAfterMs: failure.retryAfterMs } : {}),
-            reason: `The model call failed: ${failure.message}`,
-          });
-          if (retry) deps.live?.notice(req.turnId, req.step, ctx.info.attempt, retry.message);
-          throw ApplicationFailure.create({
-            message: failure.message,
-            type: Failure.LlmUnavailable,
-            // A zero delay would end the retries; no hint means the policy's backoff applies.
-            nextRetryDelay: failure.retryAfterMs ? failure.retryAfterMs : undefined,
-          });
-        }
-      });
-    },
-
-    /**
-     * Condenses older conversation messages (and the previous summary) into a new summary, so long
-     * sessions keep their gist within the model's context window.
-     */
-    async summarizeConversation(input: SummarizeInput): Promise<{ summary: string }> {
-      const ctx = Context.current();
-      const transcript = input.messages
-        .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : ''}`)
-        .join('\n');
-      const request: LlmRequest = {
-        turnId: `summary-${input.sessionId}`,
-        step: 1,
-        tools: [],
-        messages: [
-          {
-            role: 'system',
-            content: `You summarize conversations for an assistant's memory. Keep facts, names, numbers, decisions and open requests; drop pleasantries. Answer with the summary only, at most ${Math.floor(input.maxChars / 2)} characters.`,
-          },
-          {
-            role: 'user',
-            content: `Summarize the conversation below (${input.messages.length} messages).${input.previousSummary ? `\n\nEarlier summary:\n${input.previousSummary}` : ''}\n\nConversation:\n${transcript}`,
-          },
-        ],
-      };
-      try {
-        const response = await withHeartbeats(() => deps.llm.complete(request, { signal: ctx.cancellationSignal }));
-        // Spent whatever becomes of the answer: counted before it is checked.
-        if (response.usage) await recordSummaryUsage(input.sessionId, response.usage);
-        const summary = (response.text ?? '').trim();
-        if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', Failure.LlmRequestRejected);
-        return { summary: summary.slice(0, input.maxChars) };
-      } catch (err) {
-        if (err instanceof ApplicationFailure) throw err;
-        const failure = classifyLlmError(err, deps.secrets, deps.llmEndpoint);
-        if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
-        throw ApplicationFailure.create({ message: failure.message, type: Failure.LlmUnavailable });
-      }
     },
 
     async callTool(input: ToolCallInput): Promise<ToolOutcome> {
@@ -499,12 +368,6 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
-
-/** What every log line about a turn carries. */
-function turnFields(turnId: string, user?: UserContext): Record<string, string> {
-  const sessionId = sessionOfTurn(turnId);
-  return { turnId, ...(sessionId ? { sessionId } : {}), ...(user ? { userId: user.id } : {}) };
-}
 
 /** The caller as servers see it in `_meta`: identity and scopes, never a token. */
 function userMeta(user: UserContext, traceId?: string): Record<string, unknown> {

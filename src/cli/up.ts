@@ -198,7 +198,7 @@ async function main(): Promise<void> {
             { variable: 'TEMPORAL_UI_PORT', port: envPort('TEMPORAL_UI_PORT', 8233), what: 'Temporal web UI' },
           ]
         : []),
-      ...(!env.LLM_BASE_URL ? [{ variable: 'DEMO_MODEL_PORT', port: envPort('DEMO_MODEL_PORT', 4010), what: 'demo model' }] : []),
+      ...(wantsDemoModel(env) ? [{ variable: 'DEMO_MODEL_PORT', port: envPort('DEMO_MODEL_PORT', 4010), what: 'demo model' }] : []),
       ...(!own && !env.PAYMENTS_SERVER_URL ? [{ variable: 'PAYMENTS_PORT', port: envPort('PAYMENTS_PORT', 4020), what: 'example payments server' }] : []),
       { variable: 'API_PORT', port: envPort('API_PORT', 3000), what: 'API', host: apiHost },
     ]);
@@ -263,11 +263,11 @@ async function main(): Promise<void> {
     // Payloads above CLAIM_CHECK_THRESHOLD_BYTES, stored by reference; the worker and the API share it.
     env.CLAIM_CHECK_DIR ??= path.join(dataDir, 'claim-check');
 
-    let modelNote = `LLM: ${env.LLM_BASE_URL} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
+    let modelNote = `LLM: ${env.LLM_PROVIDER ?? 'openai'} ${env.LLM_BASE_URL ?? "(the provider's endpoint)"} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
     // A model endpoint of the user's own is checked at start (URL, key, model name), so a mistake
     // stops here with a clear line instead of in the first turn; LLM_PROBE=off skips it.
     if (env.LLM_BASE_URL) env.LLM_PROBE ??= 'on';
-    if (!env.LLM_BASE_URL) {
+    if (wantsDemoModel(env)) {
       const { proc, match } = await spawnManaged(
         'demo-model',
         process.execPath,
@@ -385,3 +385,8 @@ async function main(): Promise<void> {
 }
 
 void main();
+
+/** No model configured (no endpoint, no provider, no model name): the scripted demo model stands in. */
+function wantsDemoModel(env: NodeJS.ProcessEnv): boolean {
+  return !env.LLM_BASE_URL && !env.LLM_PROVIDER && !env.LLM_MODEL;
+}

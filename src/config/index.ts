@@ -8,6 +8,8 @@ import type { SessionSettings } from '../shared/session';
 import type { Policy } from '../shared/policy';
 import { placeholderProblems } from './placeholders';
 import { DEFAULT_CLAIM_CHECK_THRESHOLD } from '../security/claim-check';
+import { ModelsSchema } from './models';
+import { PROVIDERS } from '../llm/provider';
 import type { PayloadKeyring } from '../security/payload-codec';
 import { PayloadKeyError, parsePayloadKeys, payloadKeyringFrom } from './payload-keys';
 
@@ -89,7 +91,12 @@ const EnvSchema = z.object({
   LLM_BASE_URL: z
     .url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL such as http://127.0.0.1:11434/v1' })
     .optional(),
-  /** Required with LLM_BASE_URL: no model name is sent silently in the user's name. */
+  /**
+   * Worker: the default model's provider: `openai` (any OpenAI-compatible endpoint, the default),
+   * `anthropic` (Messages API) or `gemini` (Gemini API); see src/config/models.ts.
+   */
+  LLM_PROVIDER: z.enum(PROVIDERS, { message: `must be one of ${PROVIDERS.join(', ')}` }).optional(),
+  /** Required with LLM_BASE_URL or LLM_PROVIDER: no model name is sent silently in the user's name. A name in the host config's `models` also does. */
   LLM_MODEL: optionalText,
   LLM_API_KEY: z.string().default(''),
   LLM_TIMEOUT_MS: positiveInt.default(120_000),
@@ -188,6 +195,8 @@ const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
   for (const { variable, message } of placeholderProblems(env)) ctx.addIssue({ code: 'custom', path: [variable], message });
   if (env.LLM_BASE_URL && !env.LLM_MODEL) {
     ctx.addIssue({ code: 'custom', path: ['LLM_MODEL'], message: `required when LLM_BASE_URL is set (the model to ask at ${env.LLM_BASE_URL})` });
+  } else if (env.LLM_PROVIDER && !env.LLM_MODEL) {
+    ctx.addIssue({ code: 'custom', path: ['LLM_MODEL'], message: `required when LLM_PROVIDER is set (the ${env.LLM_PROVIDER} model to ask)` });
   }
   if (env.PAYLOAD_KEYS && env.PAYLOAD_KEY_FILE) {
     ctx.addIssue({ code: 'custom', path: ['PAYLOAD_KEY_FILE'], message: 'set PAYLOAD_KEYS or PAYLOAD_KEY_FILE, not both' });
@@ -277,8 +286,10 @@ export const HostConfigSchema = z
       })
       .strict()
       .default({}),
+    /** Models the worker can ask, by name, each with its provider (src/config/models.ts); LLM_MODEL may name one. */
+    models: ModelsSchema.default({}),
     /**
-     * Prices per model (LLM_MODEL), per million tokens, for the cost in GET /v1/admin/usage. Sampling
+     * Prices per model (its model id: LLM_MODEL or a `models` entry's `model`), per million tokens, for the cost in GET /v1/admin/usage. Sampling
      * tokens are priced as completion tokens (an upper bound: the endpoint reports them as one sum).
      */
     prices: z

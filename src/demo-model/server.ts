@@ -1,10 +1,13 @@
 /**
- * The demo model as an HTTP server speaking the OpenAI Chat Completions API, so the host talks to
- * it through the very same client code it uses for a real provider. Built on node:http alone so
- * its wire behaviour (SSE framing, hang-ups, status codes) is explicit and easy to fault-inject.
+ * The demo model as an HTTP server speaking the OpenAI Chat Completions API, Anthropic's Messages API
+ * and the Gemini API (wire.ts; one rule engine, rules.ts, answers all three), so the host talks to it
+ * through the very same client code it uses for a real provider. Built on node:http alone so its
+ * wire behaviour (SSE framing, hang-ups, status codes) is explicit and easy to fault-inject.
  *
  * Routes:
- *   POST /v1/chat/completions (also /chat/completions)   scripted answer, streaming or not
+ *   POST /v1/chat/completions (also /chat/completions)   OpenAI: scripted answer, streaming or not
+ *   POST /v1/messages                                    Anthropic: the same, as messages and SSE events
+ *   POST /v1[beta]/models/:model:streamGenerateContent Gemini (also :generateContent)
  *   GET  /v1/models, /v1/models/:id                     the single configured model
  *   GET|POST|DELETE /__demo/faults                       inspect / replace / clear the fault queue
  *   GET|DELETE /__demo/requests                          inspect / clear recorded requests
@@ -12,20 +15,20 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import {
-  answer,
-  conversationHash,
-  messageText,
-  parseDemoRules,
-  type DemoAnswer,
-  type DemoRules,
-  type ResolvedDemoRules,
-} from './rules';
+import { answer, type ChatMessageLike, conversationHash, parseDemoRules, type DemoRules, type ResolvedDemoRules } from './rules';
 import { describeIssues } from '../shared/issues';
+import { anthropicWire } from './anthropic-wire';
+import { geminiWire } from './gemini-wire';
+import { openAiWire } from './openai-wire';
+import { completionChars, type Dialect, estimateTokens, HttpError, promptChars, type ReplyPlan, type SseFrame } from './wire';
+
+export { textPieces } from './wire';
+
+const DIALECTS: readonly Dialect[] = [openAiWire, anthropicWire, geminiWire];
 
 export const FaultSchema = z
   .object({
-    /** Answer with this HTTP status and an OpenAI-style error body. */
+    /** Answer with this HTTP status and an error body in the request's wire format. */
     status: z.number().int().min(400).max(599).optional(),
     /** Seconds, sent as the `retry-after` header with `status`. */
     retryAfter: z.number().nonnegative().optional(),
@@ -38,7 +41,7 @@ export const FaultSchema = z
     afterChunks: z.number().int().nonnegative().optional(),
     /** On a streaming request: wait this long after each text delta (overrides the server's chunkDelayMs). */
     chunkDelayMs: z.number().int().nonnegative().max(60_000).optional(),
-    /** How many chat-completion requests this fault applies to. */
+    /** How many model requests (any wire format) this fault applies to. */
     times: z.number().int().positive().default(1),
   })
   .refine((f) => f.status !== undefined || f.delayMs !== undefined || f.hangup === true || f.chunkDelayMs !== undefined, {
@@ -51,13 +54,17 @@ const FaultListSchema = z.array(FaultSchema);
 export interface RecordedRequest {
   method: string;
   path: string;
-  /** Lower-cased header names; `authorization` is redacted. */
+  /** Lower-cased header names; the key headers (`authorization`, `x-api-key`, `x-goog-api-key`) are redacted. */
   headers: Record<string, string>;
   /** Parsed JSON body; the raw text when it was not JSON; undefined when empty. */
   body: unknown;
   /** Epoch milliseconds. */
   at: number;
+  /** A model request as the rule engine read it (OpenAI-shaped, whatever the wire format), once parsed. */
+  conversation?: ChatMessageLike[];
 }
+
+const KEY_HEADERS = new Set(['authorization', 'x-api-key', 'x-goog-api-key']);
 
 /** Structurally compatible with pino, so callers can pass their logger as is. */
 export interface DemoModelLogger {
@@ -71,7 +78,7 @@ export interface DemoModelOptions {
   host?: string;
   /** 0 (the default) picks a free port. */
   port?: number;
-  /** When set, /v1 requests without `Authorization: Bearer <apiKey>` get a 401. */
+  /** When set, requests without the key (`Authorization: Bearer`, Anthropic's `x-api-key`, Gemini's `x-goog-api-key`) get a 401. */
   apiKey?: string;
   logger?: DemoModelLogger;
   /**
@@ -84,6 +91,8 @@ export interface DemoModelOptions {
 export interface DemoModelHandle {
   /** Base URL for an OpenAI client, e.g. http://127.0.0.1:PORT/v1 */
   url: string;
+  /** Base URL for the Anthropic and Gemini SDKs (they add /v1/messages, /v1beta/...), e.g. http://127.0.0.1:PORT */
+  origin: string;
   port: number;
   close(): Promise<void>;
   /** Replaces the fault queue. */
@@ -97,58 +106,6 @@ export interface DemoModelHandle {
 // A long-running demo must not grow without bound; tests never come close to this.
 const MAX_RECORDED = 1000;
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
-
-const ContentSchema = z
-  .union([z.string(), z.array(z.looseObject({ type: z.string().optional(), text: z.string().optional() }))])
-  .nullish();
-
-const MessageSchema = z.looseObject({
-  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
-  content: ContentSchema,
-  tool_calls: z
-    .array(
-      z.looseObject({
-        id: z.string(),
-        type: z.string().optional(),
-        function: z.looseObject({ name: z.string(), arguments: z.string().optional() }),
-      }),
-    )
-    .nullish(),
-  tool_call_id: z.string().optional(),
-});
-
-const ChatRequestSchema = z.looseObject({
-  model: z.string(),
-  messages: z.array(MessageSchema).min(1),
-  stream: z.boolean().nullish(),
-  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
-});
-type ChatRequest = z.output<typeof ChatRequestSchema>;
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string,
-    readonly code: string | null,
-    readonly param: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
-function errorBody(message: string, type: string, code: string | null, param: string | null = null): unknown {
-  return { error: { message, type, param, code } };
-}
-
-function errorTypeFor(status: number): string {
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 429) return 'rate_limit_error';
-  if (status >= 500) return 'server_error';
-  return 'invalid_request_error';
-}
 
 function writable(res: http.ServerResponse): boolean {
   return !res.destroyed && !res.writableEnded;
@@ -181,38 +138,6 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
-}
-
-function estimateTokens(chars: number): number {
-  return Math.ceil(chars / 4);
-}
-
-function usageFor(request: ChatRequest, reply: Extract<DemoAnswer, { ok: true }>) {
-  let promptChars = 0;
-  for (const m of request.messages) {
-    promptChars += messageText(m.content).length;
-    for (const c of m.tool_calls ?? []) promptChars += c.function.name.length + (c.function.arguments?.length ?? 0);
-  }
-  let completionChars = reply.text?.length ?? 0;
-  for (const c of reply.toolCalls) completionChars += c.name.length + c.arguments.length;
-  const prompt_tokens = estimateTokens(promptChars);
-  const completion_tokens = estimateTokens(completionChars);
-  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
-}
-
-/** Splits text into word-sized deltas (long words further cut) whose concatenation is the text. */
-export function textPieces(text: string, maxLen = 8): string[] {
-  const pieces: string[] = [];
-  for (const word of text.match(/\s*\S+\s*|\s+/g) ?? []) {
-    for (let i = 0; i < word.length; i += maxLen) pieces.push(word.slice(i, i + maxLen));
-  }
-  return pieces;
-}
-
-function argumentPieces(args: string): string[] {
-  const pieces: string[] = [];
-  for (let i = 0; i < args.length; i += 12) pieces.push(args.slice(i, i + 12));
-  return pieces;
 }
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -253,7 +178,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     return head;
   };
 
-  const record = (req: http.IncomingMessage, path: string, raw: string): void => {
+  const record = (req: http.IncomingMessage, path: string, raw: string): RecordedRequest => {
     let body: unknown = undefined;
     if (raw !== '') {
       try {
@@ -265,18 +190,23 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) {
       if (v === undefined) continue;
-      headers[k] = k === 'authorization' ? '[redacted]' : Array.isArray(v) ? v.join(', ') : v;
+      headers[k] = KEY_HEADERS.has(k) ? '[redacted]' : Array.isArray(v) ? v.join(', ') : v;
     }
-    recorded.push({ method: req.method ?? 'GET', path, headers, body, at: Date.now() });
+    const entry: RecordedRequest = { method: req.method ?? 'GET', path, headers, body, at: Date.now() };
+    recorded.push(entry);
     if (recorded.length > MAX_RECORDED) recorded = recorded.slice(-MAX_RECORDED);
+    return entry;
   };
 
-  const checkAuth = (req: http.IncomingMessage): void => {
+  const checkAuth = (req: http.IncomingMessage, dialect: Dialect): void => {
     if (opts.apiKey === undefined) return;
-    if (req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+    if (!dialect.authorized(req, opts.apiKey)) {
       throw new HttpError(401, 'demo model: incorrect API key provided', 'invalid_request_error', 'invalid_api_key');
     }
   };
+
+  // Prefixes seen with a cache breakpoint (Anthropic): the first request writes them, later ones read.
+  const cached = new Set<string>();
 
   const parseJson = (raw: string): unknown => {
     try {
@@ -286,10 +216,10 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     }
   };
 
-  const handleChat = async (req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> => {
+  const handleChat = async (req: http.IncomingMessage, res: http.ServerResponse, raw: string, dialect: Dialect, url: URL, entry: RecordedRequest): Promise<void> => {
     const fault = takeFault();
     if (fault) {
-      logger?.info({ fault }, 'demo model: applying fault');
+      logger?.info({ fault, dialect: dialect.name }, 'demo model: applying fault');
       if (fault.delayMs !== undefined) await sleep(fault.delayMs);
       if (fault.hangup && fault.afterChunks === undefined) {
         req.socket.destroy();
@@ -299,81 +229,45 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
         const headers: Record<string, string> = {};
         if (fault.retryAfter !== undefined) headers['retry-after'] = String(fault.retryAfter);
         const message = fault.message ?? `demo model: injected fault (HTTP ${fault.status})`;
-        sendJson(res, fault.status, errorBody(message, errorTypeFor(fault.status), 'injected_fault'), headers);
+        sendJson(res, fault.status, dialect.errorBody(new HttpError(fault.status, message, 'injected', 'injected_fault'), fault.retryAfter), headers);
         return;
       }
     }
-    checkAuth(req);
-    const parsed = ChatRequestSchema.safeParse(parseJson(raw));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const param = issue ? issue.path.map(String).join('.') : null;
-      throw new HttpError(
-        400,
-        `demo model: invalid request: ${issue ? describeIssues([issue], '(body)')[0] : 'bad shape'}`,
-        'invalid_request_error',
-        'invalid_request',
-        param,
-      );
-    }
-    const request = parsed.data;
+    checkAuth(req, dialect);
+    const request = dialect.parse(parseJson(raw), url.pathname, url);
+    entry.conversation = request.messages;
     const reply = answer(rules, request.messages);
-    logger?.info(
-      { script: reply.script, step: reply.step, ok: reply.ok, stream: request.stream === true },
-      'demo model: chat completion',
-    );
+    logger?.info({ script: reply.script, step: reply.step, ok: reply.ok, stream: request.stream, dialect: dialect.name }, 'demo model: chat completion');
     if (!reply.ok) {
       throw new HttpError(400, reply.message, 'invalid_request_error', reply.code);
     }
-    const id = `chatcmpl-demo${conversationHash(request.messages)}`;
-    const created = Math.floor(Date.now() / 1000);
-    const usage = usageFor(request, reply);
+    const promptTokens = estimateTokens(promptChars(request.messages) + (request.cachePrefix?.length ?? 0));
+    const prefixTokens = request.cachePrefix ? estimateTokens(request.cachePrefix.length) : 0;
+    const hit = request.cachePrefix ? cached.has(request.cachePrefix) : false;
+    if (request.cachePrefix) cached.add(request.cachePrefix);
+    const plan: ReplyPlan = {
+      id: `${dialect.name === 'openai' ? 'chatcmpl' : 'msg'}-demo${conversationHash(request.messages)}`,
+      created: Math.floor(Date.now() / 1000),
+      model: rules.model,
+      reply,
+      includeUsage: request.includeUsage,
+      usage: {
+        promptTokens,
+        completionTokens: estimateTokens(completionChars(reply)),
+        cachedTokens: hit ? prefixTokens : 0,
+        cacheWriteTokens: hit ? 0 : prefixTokens,
+      },
+    };
     const hangupAfter = fault?.hangup ? fault.afterChunks : undefined;
-    if (request.stream === true) {
-      await streamReply(res, {
-        id,
-        created,
-        model: rules.model,
-        reply,
-        usage: request.stream_options?.include_usage === true ? usage : undefined,
-        hangupAfter,
-        chunkDelayMs: fault?.chunkDelayMs ?? chunkDelayMs,
-        sleep,
-      });
+    if (request.stream) {
+      await streamReply(res, dialect.stream(plan), { hangupAfter, chunkDelayMs: fault?.chunkDelayMs ?? chunkDelayMs, sleep });
       return;
     }
     if (hangupAfter !== undefined) {
       req.socket.destroy();
       return;
     }
-    sendJson(res, 200, {
-      id,
-      object: 'chat.completion',
-      created,
-      model: rules.model,
-      choices: [
-        {
-          index: 0,
-          message: {
-            role: 'assistant',
-            content: reply.text,
-            refusal: null,
-            ...(reply.toolCalls.length > 0
-              ? {
-                  tool_calls: reply.toolCalls.map((c) => ({
-                    id: c.id,
-                    type: 'function',
-                    function: { name: c.name, arguments: c.arguments },
-                  })),
-                }
-              : {}),
-          },
-          logprobs: null,
-          finish_reason: reply.finishReason,
-        },
-      ],
-      usage,
-    });
+    sendJson(res, 200, dialect.whole(plan));
   };
 
   const handleControl = (req: http.IncomingMessage, res: http.ServerResponse, path: string, raw: string): void => {
@@ -412,20 +306,22 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
 
   const route = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://demo.invalid').pathname.replace(/\/+$/, '') || '/';
+    const url = new URL(req.url ?? '/', 'http://demo.invalid');
+    const path = url.pathname.replace(/\/+$/, '') || '/';
     const raw = await readBody(req);
     if (path.startsWith('/__demo/')) return handleControl(req, res, path, raw);
-    record(req, path, raw);
+    const entry = record(req, path, raw);
 
-    if (path === '/v1/chat/completions' || path === '/chat/completions') {
+    const dialect = DIALECTS.find((d) => d.handles(path));
+    if (dialect) {
       if (method !== 'POST') {
         throw new HttpError(405, `demo model: use POST for ${path}`, 'invalid_request_error', 'method_not_allowed');
       }
-      return handleChat(req, res, raw);
+      return handleChat(req, res, raw, dialect, url, entry);
     }
     const modelMatch = /^\/(?:v1\/)?models(?:\/(.+))?$/.exec(path);
     if (modelMatch && method === 'GET') {
-      checkAuth(req);
+      checkAuth(req, openAiWire);
       const model = { id: rules.model, object: 'model', created: 0, owned_by: 'demo' };
       const wanted = modelMatch[1];
       if (wanted === undefined) return sendJson(res, 200, { object: 'list', data: [model] });
@@ -441,11 +337,12 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     req.on('error', () => undefined);
     route(req, res).catch((err: unknown) => {
       if (err instanceof HttpError) {
-        sendJson(res, err.status, errorBody(err.message, err.type, err.code, err.param));
+        const path = new URL(req.url ?? '/', 'http://demo.invalid').pathname;
+        sendJson(res, err.status, (DIALECTS.find((d) => d.handles(path)) ?? openAiWire).errorBody(err));
         return;
       }
       logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'demo model: internal error');
-      sendJson(res, 500, errorBody('demo model: internal error', 'server_error', 'internal_error'));
+      sendJson(res, 500, openAiWire.errorBody(new HttpError(500, 'demo model: internal error', 'server_error', 'internal_error')));
     });
   });
 
@@ -458,11 +355,13 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
   });
   const port = (server.address() as AddressInfo).port;
   const urlHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
-  const url = `http://${urlHost}:${port}/v1`;
+  const origin = `http://${urlHost}:${port}`;
+  const url = `${origin}/v1`;
   logger?.info({ url, model: rules.model, scripts: rules.scripts.length }, 'demo model listening');
 
   return {
     url,
+    origin,
     port,
     close: async () => {
       if (closed) return;
@@ -490,12 +389,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
   };
 }
 
-interface StreamPlan {
-  id: string;
-  created: number;
-  model: string;
-  reply: Extract<DemoAnswer, { ok: true }>;
-  usage: ReturnType<typeof usageFor> | undefined;
+interface StreamPacing {
   hangupAfter: number | undefined;
   /** Pause after each text delta (0: just yield). */
   chunkDelayMs: number;
@@ -503,53 +397,24 @@ interface StreamPlan {
   sleep: (ms: number) => Promise<void>;
 }
 
-async function streamReply(res: http.ServerResponse, plan: StreamPlan): Promise<void> {
-  const { id, created, model, reply, usage } = plan;
-  const base = { id, object: 'chat.completion.chunk', created, model, system_fingerprint: null };
-  // With include_usage, OpenAI sends `usage: null` on every chunk but the last; clients may rely on it.
-  const usageField = usage ? { usage: null } : {};
-  const chunks: unknown[] = [];
-  const textChunks = new Set<unknown>();
-  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
-    ...base,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-    ...usageField,
-  });
-
-  chunks.push(choice({ role: 'assistant', content: '', refusal: null }));
-  for (const piece of textPieces(reply.text ?? '')) {
-    const chunk = choice({ content: piece });
-    chunks.push(chunk);
-    textChunks.add(chunk);
-  }
-  reply.toolCalls.forEach((call, index) => {
-    chunks.push(
-      choice({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
-    );
-    for (const piece of argumentPieces(call.arguments)) {
-      chunks.push(choice({ tool_calls: [{ index, function: { arguments: piece } }] }));
-    }
-  });
-  chunks.push(choice({}, reply.finishReason));
-  if (usage) chunks.push({ ...base, choices: [], usage });
-
+async function streamReply(res: http.ServerResponse, stream: { frames: SseFrame[]; trailer?: string }, pacing: StreamPacing): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
   });
   let sent = 0;
-  for (const chunk of chunks) {
-    if (plan.hangupAfter !== undefined && sent >= plan.hangupAfter) {
+  for (const frame of stream.frames) {
+    if (pacing.hangupAfter !== undefined && sent >= pacing.hangupAfter) {
       res.socket?.destroy();
       return;
     }
     if (!writable(res)) return;
-    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    res.write(`${frame.event ? `event: ${frame.event}\n` : ''}data: ${JSON.stringify(frame.data)}\n\n`);
     sent++;
     // Yielding between chunks lets them reach the client separately, as from a real model.
-    if (plan.chunkDelayMs > 0 && textChunks.has(chunk)) await plan.sleep(plan.chunkDelayMs);
+    if (pacing.chunkDelayMs > 0 && frame.text) await pacing.sleep(pacing.chunkDelayMs);
     else await tick();
   }
-  if (writable(res)) res.end('data: [DONE]\n\n');
+  if (writable(res)) res.end(stream.trailer ?? '');
 }

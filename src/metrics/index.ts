@@ -25,15 +25,25 @@ export type ToolErrorClass =
   | 'permanent';
 export type ApprovalEnd = 'approved' | 'rejected' | 'timed_out' | 'cancelled';
 
+/** Which provider and model answered a call. */
+export interface ModelLabels {
+  provider: string;
+  model: string;
+}
+
+/** Per million tokens, as the host config's `prices` has them (src/config/index.ts). */
+export type ModelPrices = Record<string, { promptPerMillion: number; completionPerMillion: number; currency: string }>;
+
 /** What the activities report; the worker's registry implements it. */
 export interface WorkerObserver {
-  /** `errorClass` for failed attempts (src/llm/errors.ts LlmErrorClass). */
-  llmCall(outcome: LlmOutcome, seconds: number, errorClass?: LlmErrorClass): void;
+  /** `errorClass` for failed attempts (src/llm/errors.ts LlmErrorClass); `model`: which provider and model was asked. */
+  llmCall(outcome: LlmOutcome, seconds: number, errorClass?: LlmErrorClass, model?: ModelLabels): void;
   /**
    * Tokens one model call used, as the endpoint reported them. A session's summary of its older
    * messages counts under kind `summary` (prompt and completion together), so turn tokens stay apart.
+   * With `model`, also per provider and model, and priced when the host config's `prices` has it.
    */
-  llmTokens(usage: { promptTokens: number; completionTokens: number }, purpose?: 'turn' | 'summary'): void;
+  llmTokens(usage: { promptTokens: number; completionTokens: number; cachedTokens?: number }, purpose?: 'turn' | 'summary', model?: ModelLabels): void;
   /** `errorClass` for every outcome but ok and cancelled. */
   toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number, errorClass?: ToolErrorClass): void;
   /** A turn ended (from the turn workflow's sink, on the worker that ran its last task). */
@@ -46,7 +56,11 @@ export interface WorkerObserver {
 
 const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
-export function createWorkerMetrics(opts: { circuits: () => Array<{ server: string; state: keyof typeof CIRCUIT_STATE_VALUE }> }): {
+export function createWorkerMetrics(opts: {
+  circuits: () => Array<{ server: string; state: keyof typeof CIRCUIT_STATE_VALUE }>;
+  /** Prices per model for dmh_llm_cost_total (read at each call: a reloaded host config applies). */
+  prices?: () => ModelPrices;
+}): {
   registry: Registry;
   observer: WorkerObserver;
 } {
@@ -71,6 +85,9 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
   const historyEvents = histogram('dmh_turn_history_events', 'History events of a turn workflow when it ended.', [], [10, 20, 40, 80, 160, 320, 640, 1280]);
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter<L>({ name, help, labelNames, registers: [registry] });
   const llmErrors = counter('dmh_llm_errors_total', 'Failed LLM call attempts, by error class.', ['class']);
+  const modelCalls = counter('dmh_llm_model_calls_total', 'LLM call attempts by provider, model and outcome.', ['provider', 'model', 'outcome']);
+  const modelTokens = counter('dmh_llm_model_tokens_total', "Tokens by provider, model and kind (prompt, completion, cached: prompt tokens read from the provider's cache, summary).", ['provider', 'model', 'kind']);
+  const cost = counter('dmh_llm_cost_total', "Cost of LLM calls by provider, model and currency, from the host config's prices (models without a price: not counted).", ['provider', 'model', 'currency']);
   const toolErrors = counter('dmh_tool_errors_total', 'Tool call attempts that did not give the model a plain result, by server, tool and error class.', ['server', 'tool', 'class']);
   const approvalsEnded = counter('dmh_approvals_decided_total', 'Approval waits that ended, by how (approved, rejected, timed_out, cancelled).', ['decision']);
   // Waits this worker saw begin, with the time they end at the latest (the policy's timeout): a
@@ -99,17 +116,28 @@ export function createWorkerMetrics(opts: { circuits: () => Array<{ server: stri
   return {
     registry,
     observer: {
-      llmCall: (outcome, seconds, errorClass) => {
+      llmCall: (outcome, seconds, errorClass, model) => {
         llm.observe({ outcome }, seconds);
         if (errorClass) llmErrors.inc({ class: errorClass });
+        if (model) modelCalls.inc({ ...model, outcome });
       },
-      llmTokens: (usage, purpose = 'turn') => {
+      llmTokens: (usage, purpose = 'turn', model) => {
+        if (model) {
+          const price = opts.prices?.()[model.model];
+          if (price) cost.inc({ ...model, currency: price.currency }, (usage.promptTokens * price.promptPerMillion + usage.completionTokens * price.completionPerMillion) / 1_000_000);
+          if (usage.cachedTokens) modelTokens.inc({ ...model, kind: 'cached' }, usage.cachedTokens);
+        }
         if (purpose === 'summary') {
           tokens.inc({ kind: 'summary' }, usage.promptTokens + usage.completionTokens);
+          if (model) modelTokens.inc({ ...model, kind: 'summary' }, usage.promptTokens + usage.completionTokens);
           return;
         }
         tokens.inc({ kind: 'prompt' }, usage.promptTokens);
         tokens.inc({ kind: 'completion' }, usage.completionTokens);
+        if (model) {
+          modelTokens.inc({ ...model, kind: 'prompt' }, usage.promptTokens);
+          modelTokens.inc({ ...model, kind: 'completion' }, usage.completionTokens);
+        }
       },
       toolCall: (server, toolName, outcome, seconds, errorClass) => {
         tool.observe({ server, tool: toolName, outcome }, seconds);

@@ -21,7 +21,24 @@ export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string | null; toolCalls?: LlmToolCall[] }
-  | { role: 'tool'; toolCallId: string; content: string };
+  | {
+      role: 'tool';
+      toolCallId: string;
+      /** The result as text: what every provider gets, and all an OpenAI-compatible endpoint takes. */
+      content: string;
+      /** The result's images, for providers that take them in a tool result (Anthropic, Gemini). */
+      images?: ToolResultImage[];
+      /** The result's structured content (MCP `structuredContent`), for providers that take JSON (Gemini). */
+      structured?: Record<string, unknown>;
+      /** The tool said the call failed (MCP `isError`): Anthropic marks the block, Gemini answers `error`. */
+      isError?: boolean;
+    };
+
+export interface ToolResultImage {
+  mimeType: string;
+  /** Base64, as MCP carries it. */
+  data: string;
+}
 
 /** A tool the LLM may call, as sent to the model (name + description + JSON Schema). */
 export interface LlmToolSpec {
@@ -43,13 +60,22 @@ export interface LlmRequest {
   toolNames?: string[];
   /** The longest completion wanted (sampling requests of servers); absent: the endpoint's default. */
   maxTokens?: number;
+  /** A model by its name in the host config's `models`; absent: the worker's default model. */
+  model?: string;
 }
 
 export interface LlmResponse {
   text: string | null;
   toolCalls: LlmToolCall[];
   finishReason: string | null;
-  usage?: { promptTokens: number; completionTokens: number };
+  /**
+   * Prompt tokens include cached ones; `cachedTokens` (read from a provider's prompt cache) and
+   * `cacheWriteTokens` (written to it, Anthropic) say how many, when the provider reports them.
+   */
+  usage?: { promptTokens: number; completionTokens: number; cachedTokens?: number; cacheWriteTokens?: number };
+  /** Which provider and model answered (absent in results recorded before native providers). */
+  provider?: string;
+  model?: string;
 }
 
 /** What the conversation asks to be gathered as context before the first LLM call. */

@@ -82,10 +82,22 @@ test('API: an unknown host config field is refused', async () => {
 test.each([
   ['a base URL without a scheme', { LLM_BASE_URL: 'localhost:11434' }, /LLM_BASE_URL: must be an http:\/\/ or https:\/\/ URL/],
   ['a base URL without a model', { LLM_MODEL: '' }, /LLM_MODEL: required when LLM_BASE_URL is set/],
+  ['an unknown provider', { LLM_PROVIDER: 'mistral' }, /LLM_PROVIDER: must be one of openai, anthropic, gemini/],
+  ['a provider without a model', { LLM_BASE_URL: '', LLM_PROVIDER: 'anthropic', LLM_MODEL: '' }, /LLM_MODEL: required when LLM_PROVIDER is set/],
 ])('worker: %s is refused at start', async (_name, env, pattern) => {
   const { code, output } = await run('src/worker.js', env);
   expect(code).toBe(2);
   expect(output).toMatch(pattern);
+});
+
+test("worker: a host config model whose key variable is unset, or without its endpoint, is refused at start, naming the field", async () => {
+  const host = (models: unknown) => file(`host-models-${Math.random().toString(36).slice(2)}.json`, JSON.stringify({ models }));
+  const unsetKey = await run('src/worker.js', { HOST_CONFIG: host({ claude: { provider: 'anthropic', model: 'claude-x', apiKeyEnv: 'DMH_UNSET_ANTHROPIC_KEY' } }) });
+  expect(unsetKey.code).toBe(2);
+  expect(unsetKey.output).toContain('host config: models.claude.apiKeyEnv: the environment variable DMH_UNSET_ANTHROPIC_KEY is not set');
+  const noUrl = await run('src/worker.js', { HOST_CONFIG: host({ local: { provider: 'openai', model: 'llama' } }) });
+  expect(noUrl.code).toBe(2);
+  expect(noUrl.output).toMatch(/models\.local\.baseUrl: baseUrl is required for provider openai/);
 });
 
 test('npm start: a port in use stops it before anything starts, naming the variable that moves it', async () => {

@@ -1,4 +1,6 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { ProviderName } from '../../src/llm/client';
+import { providerCase, workerEnvFor } from './providers';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -89,6 +91,8 @@ export interface SystemOptions {
   ) => Promise<Record<string, unknown>> | Record<string, unknown>;
   host?: Record<string, unknown>;
   workerEnv?: NodeJS.ProcessEnv;
+  /** The model provider the worker speaks to the demo model's stand-in for it (tests/helpers/providers.ts); default openai. */
+  provider?: ProviderName;
   /** Defaults to examples/policy.json. */
   policy?: Policy;
   rateLimits?: { userPerMinute: number; tenantPerMinute: number };
@@ -211,8 +215,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       TASK_QUEUE: taskQueue,
       MCP_CONFIG: mcpConfigPath,
       HOST_CONFIG: hostConfigPath,
-      LLM_BASE_URL: model.url,
-      LLM_MODEL: 'demo-model',
+      ...workerEnvFor(providerCase(opts.provider ?? 'openai'), model),
       LOG_LEVEL: 'warn',
       AUDIT_LOG: auditFile,
       USAGE_LOG: usageFile,

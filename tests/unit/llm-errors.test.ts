@@ -1,3 +1,5 @@
+import * as Anthropic from '@anthropic-ai/sdk';
+import { ApiError as GeminiApiError } from '@google/genai';
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import { classifyLlmError, describeEndpoint } from '../../src/llm/errors';
 import { scrubSecrets as redact } from '../../src/security/secrets';
@@ -10,7 +12,8 @@ test.each([
   [429, true, 'rate_limited'],
   [500, true, 'server_error'],
   [502, true, 'server_error'],
-  [503, true, 'server_error'],
+  [503, true, 'overloaded'],
+  [529, true, 'overloaded'],
   [400, false, 'bad_request'],
   [401, false, 'auth'],
   [403, false, 'auth'],
@@ -22,7 +25,56 @@ test.each([
   expect(c.retryable).toBe(retryable);
   expect(c.errorClass).toBe(errorClass);
   expect(c.status).toBe(status);
-  expect(c.message).toBe(`HTTP ${status}: status ${status}`);
+  expect(c.message).toBe(`HTTP ${status}: status ${status}${errorClass === 'auth' ? '; check the API key configured for this model' : ''}`);
+});
+
+/** The same HTTP answer as each provider's SDK reports it. */
+const asProvider = {
+  openai: (status: number, message: string, h: Record<string, string> = {}) => APIError.generate(status, { error: { message } }, undefined, headers(h)),
+  anthropic: (status: number, message: string, h: Record<string, string> = {}) =>
+    Anthropic.APIError.generate(status, { type: 'error', error: { type: 'x', message } }, undefined, headers(h)),
+  gemini: (status: number, message: string, h: Record<string, string> = {}) =>
+    new GeminiApiError({
+      status,
+      message: JSON.stringify({ error: { code: status, message, ...(h['retry-after'] ? { details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${h['retry-after']}s` }] } : {}) } }),
+    }),
+};
+
+describe.each(Object.entries(asProvider))('%s errors map to the one retry policy', (_provider, make) => {
+  test('rate limit: retried after the retry-after the endpoint asked for', () => {
+    expect(classifyLlmError(make(429, 'slow down', { 'retry-after': '3' }))).toMatchObject({ retryable: true, errorClass: 'rate_limited', retryAfterMs: 3000, message: 'HTTP 429: slow down' });
+  });
+  test('overload (529, 503): retried', () => {
+    expect(classifyLlmError(make(529, 'Overloaded'))).toMatchObject({ retryable: true, errorClass: 'overloaded' });
+    expect(classifyLlmError(make(503, 'The model is overloaded'))).toMatchObject({ retryable: true, errorClass: 'overloaded' });
+  });
+  test.each([
+    ["This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."],
+    ['prompt is too long: 210000 tokens > 200000 maximum'],
+    ['The input token count (1100000) exceeds the maximum number of tokens allowed (1048576).'],
+  ])('context too long (%s): final, with a clear answer', (message) => {
+    const c = classifyLlmError(make(400, message));
+    expect(c).toMatchObject({ retryable: false, errorClass: 'context_too_long' });
+    expect(c.message).toMatch(/^the conversation is too long for the model's context window \(HTTP 400: .+\); start a new session or shorten the message$/);
+  });
+  test('auth: final, no retry, no key in the message', () => {
+    const c = classifyLlmError(make(401, 'invalid x-api-key sk-SECRET-1'), ['sk-SECRET-1']);
+    expect(c).toMatchObject({ retryable: false, errorClass: 'auth' });
+    expect(c.retryAfterMs).toBeUndefined();
+    expect(c.message).not.toContain('SECRET');
+  });
+  test('any other 400 is final, a 500 retried', () => {
+    expect(classifyLlmError(make(400, 'tools.0.name: bad'))).toMatchObject({ retryable: false, errorClass: 'bad_request' });
+    expect(classifyLlmError(make(500, 'internal'))).toMatchObject({ retryable: true, errorClass: 'server_error' });
+  });
+});
+
+test("each SDK's connection failures and aborts are classified alike", () => {
+  expect(classifyLlmError(new Anthropic.APIConnectionError({ message: 'Connection error.' }))).toMatchObject({ retryable: true, errorClass: 'connection' });
+  expect(classifyLlmError(new Anthropic.APIConnectionTimeoutError())).toMatchObject({ retryable: true, errorClass: 'timeout' });
+  expect(classifyLlmError(Object.assign(new TypeError('fetch failed'), { cause: new Error('connect ECONNREFUSED 127.0.0.1:9') }))).toMatchObject({ retryable: true, errorClass: 'connection' });
+  expect(classifyLlmError(new Anthropic.APIUserAbortError())).toMatchObject({ message: 'the request was aborted' });
+  expect(classifyLlmError(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({ message: 'the request was aborted' });
 });
 
 test('retry-after (seconds, ms, date) is honoured and capped', () => {

@@ -6,7 +6,9 @@ import type { LlmRequest } from '../../src/shared/turn';
 /** A model that answers "ok" and reports 30 tokens per request. */
 function fakeLlm(seen: LlmRequest[]): LlmClient {
   return {
+    provider: 'openai',
     model: 'fake-model',
+    endpoint: 'http://fake.invalid',
     complete: (req) => {
       seen.push(req);
       return Promise.resolve({ text: 'ok', toolCalls: [], finishReason: 'stop', usage: { promptTokens: 20, completionTokens: 10 } });

@@ -30,6 +30,23 @@ test('LLM and tool errors count by class; successes add no error', async () => {
   expect((await text).match(/^dmh_tool_errors_total\{/gm)).toHaveLength(1);
 });
 
+test('tokens and cost per provider and model, priced from the host config; cached prompt tokens apart', async () => {
+  const prices = { 'claude-x': { promptPerMillion: 3, completionPerMillion: 15, currency: 'USD' } };
+  const { registry, observer } = createWorkerMetrics({ circuits: () => [], prices: () => prices });
+  observer.llmCall('ok', 0.1, undefined, { provider: 'anthropic', model: 'claude-x' });
+  observer.llmTokens({ promptTokens: 1_000_000, completionTokens: 100_000, cachedTokens: 800_000 }, 'turn', { provider: 'anthropic', model: 'claude-x' });
+  observer.llmTokens({ promptTokens: 10, completionTokens: 5 }, 'turn', { provider: 'gemini', model: 'unpriced' });
+  const text = registry.metrics();
+  expect(await value(text, 'dmh_llm_model_calls_total{provider="anthropic",model="claude-x",outcome="ok"}')).toBe('1');
+  expect(await value(text, 'dmh_llm_model_tokens_total{provider="anthropic",model="claude-x",kind="prompt"}')).toBe('1000000');
+  expect(await value(text, 'dmh_llm_model_tokens_total{provider="anthropic",model="claude-x",kind="cached"}')).toBe('800000');
+  expect(await value(text, 'dmh_llm_model_tokens_total{provider="gemini",model="unpriced",kind="completion"}')).toBe('5');
+  expect(await value(text, 'dmh_llm_cost_total{provider="anthropic",model="claude-x",currency="USD"}')).toBe('4.5');
+  expect((await text).match(/^dmh_llm_cost_total\{/gm)).toHaveLength(1);
+  // The totals across models are still there.
+  expect(await value(text, 'dmh_llm_tokens_total{kind="prompt"}')).toBe('1000010');
+});
+
 test("a line logged inside an activity's log context names the turn; explicit fields win", () => {
   let out = '';
   const logger = createLogger('worker', 'info', new Writable({ write: (chunk: Buffer, _enc, done) => ((out += chunk.toString()), done()) }));

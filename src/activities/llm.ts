@@ -1,0 +1,152 @@
+/**
+ * The model calls among the activities: a turn's LLM step (`callLlm`) and a session's summary
+ * (`summarizeConversation`), through the provider interface (src/llm/provider.ts), so any configured
+ * provider answers with the same retry decisions (src/llm/errors.ts). The result says which provider
+ * and model answered; it is the activity's result, so the turn's history records it.
+ */
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { LlmClient } from '../llm/client';
+import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
+import type { LlmOutcome } from '../metrics';
+import { Failure } from '../shared/failures';
+import type { ChatMessage, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
+import type { SummaryUsage } from '../usage/summary-usage';
+import type { ActivityDeps } from './index';
+import { retryNotice } from './retry-notice';
+import { turnFields, type WithHeartbeats } from './shared';
+
+export interface SummarizeInput {
+  sessionId: string;
+  previousSummary?: string;
+  messages: ChatMessage[];
+  maxChars: number;
+}
+
+type LlmDeps = Pick<ActivityDeps, 'llm' | 'models' | 'live' | 'metrics' | 'logger' | 'secrets' | 'summaryUsage'>;
+
+export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequest) => Promise<LlmToolSpec[]>; withHeartbeats: WithHeartbeats }) {
+  const { withHeartbeats } = tools;
+
+  /** The model a request names (the host config's `models`), or the worker's default; an unknown name is final. */
+  function modelFor(req: LlmRequest): LlmClient {
+    if (req.model === undefined) return deps.llm;
+    const named = deps.models?.get(req.model);
+    if (named) return named;
+    const known = [...(deps.models?.keys() ?? [])];
+    throw ApplicationFailure.nonRetryable(
+      `no model named "${req.model}" in the host config's models${known.length ? ` (configured: ${known.join(', ')})` : ' (none configured)'}`,
+      Failure.LlmRequestRejected,
+    );
+  }
+
+  /** A summary's tokens, in the metrics and the ledger; a ledger that fails costs the record, not the summary. */
+  async function recordSummaryUsage(sessionId: string, llm: LlmClient, usage: SummaryUsage['usage']): Promise<void> {
+    deps.metrics?.llmTokens(usage, 'summary', { provider: llm.provider, model: llm.model });
+    const { workflowExecution, activityId, attempt } = Context.current().info;
+    if (!deps.summaryUsage || !workflowExecution) return;
+    try {
+      await deps.summaryUsage({ sessionId, workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, activityId, attempt, usage });
+    } catch (err) {
+      deps.logger.error({ sessionId, err: err instanceof Error ? err.message : String(err) }, "recording the summary's token usage failed");
+    }
+  }
+
+  return {
+    async callLlm(req: LlmRequest): Promise<LlmResponse> {
+      const ctx = Context.current();
+      const started = performance.now();
+      const llm = modelFor(req);
+      const labels = { provider: llm.provider, model: llm.model };
+      const observe = (outcome: LlmOutcome, errorClass?: LlmErrorClass) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000, errorClass, labels);
+      return await withHeartbeats(async (beat) => {
+        let lastBeat = 0;
+        try {
+          const attempt = ctx.info.attempt;
+          const response = await llm.complete({ ...req, tools: await tools.specs(req) }, {
+            signal: ctx.cancellationSignal,
+            onChunk: (delta) => {
+              // Live text for watching clients; a retried attempt announces itself with a reset.
+              if (delta.text) deps.live?.delta(req.turnId, req.step, attempt, delta.text);
+              const now = Date.now();
+              if (now - lastBeat > 1_000) {
+                lastBeat = now;
+                beat();
+              }
+            },
+          });
+          deps.live?.end(req.turnId, req.step, attempt);
+          observe('ok');
+          if (response.usage) deps.metrics?.llmTokens(response.usage, 'turn', labels);
+          return response;
+        } catch (err) {
+          // A cancelled turn is not an LLM failure: report the cancellation as such.
+          if (ctx.cancellationSignal.aborted) {
+            observe('cancelled');
+            throw new CancelledFailure('LLM call cancelled');
+          }
+          const failure = classifyLlmError(err, deps.secrets, llm.endpoint);
+          observe(failure.retryable ? 'retryable_error' : 'rejected', failure.errorClass);
+          deps.logger.warn(
+            { ...turnFields(req.turnId), step: req.step, attempt: ctx.info.attempt, ...labels, status: failure.status, errorClass: failure.errorClass, retryable: failure.retryable },
+            `LLM call failed: ${failure.message}`,
+          );
+          if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
+          // Clients watching the turn hear of it now, not only if every attempt fails.
+          const retry = retryNotice({
+            attempt: ctx.info.attempt,
+            ...(ctx.info.retryPolicy ? { policy: ctx.info.retryPolicy } : {}),
+            ...(failure.retryAfterMs ? { retryAfterMs: failure.retryAfterMs } : {}),
+            reason: `The model call failed: ${failure.message}`,
+          });
+          if (retry) deps.live?.notice(req.turnId, req.step, ctx.info.attempt, retry.message);
+          throw ApplicationFailure.create({
+            message: failure.message,
+            type: Failure.LlmUnavailable,
+            // A zero delay would end the retries; no hint means the policy's backoff applies.
+            nextRetryDelay: failure.retryAfterMs ? failure.retryAfterMs : undefined,
+          });
+        }
+      });
+    },
+
+    /**
+     * Condenses older conversation messages (and the previous summary) into a new summary, so long
+     * sessions keep their gist within the model's context window.
+     */
+    async summarizeConversation(input: SummarizeInput): Promise<{ summary: string }> {
+      const ctx = Context.current();
+      const transcript = input.messages
+        .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : ''}`)
+        .join('\n');
+      const request: LlmRequest = {
+        turnId: `summary-${input.sessionId}`,
+        step: 1,
+        tools: [],
+        messages: [
+          {
+            role: 'system',
+            content: `You summarize conversations for an assistant's memory. Keep facts, names, numbers, decisions and open requests; drop pleasantries. Answer with the summary only, at most ${Math.floor(input.maxChars / 2)} characters.`,
+          },
+          {
+            role: 'user',
+            content: `Summarize the conversation below (${input.messages.length} messages).${input.previousSummary ? `\n\nEarlier summary:\n${input.previousSummary}` : ''}\n\nConversation:\n${transcript}`,
+          },
+        ],
+      };
+      const llm = deps.llm;
+      try {
+        const response = await withHeartbeats(() => llm.complete(request, { signal: ctx.cancellationSignal }));
+        // Spent whatever becomes of the answer: counted before it is checked.
+        if (response.usage) await recordSummaryUsage(input.sessionId, llm, response.usage);
+        const summary = (response.text ?? '').trim();
+        if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', Failure.LlmRequestRejected);
+        return { summary: summary.slice(0, input.maxChars) };
+      } catch (err) {
+        if (err instanceof ApplicationFailure) throw err;
+        const failure = classifyLlmError(err, deps.secrets, llm.endpoint);
+        if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
+        throw ApplicationFailure.create({ message: failure.message, type: Failure.LlmUnavailable });
+      }
+    },
+  };
+}

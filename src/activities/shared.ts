@@ -1,0 +1,37 @@
+/** What the activity files share: heartbeats while work runs, and the fields of a turn's log lines. */
+import { Context } from '@temporalio/activity';
+import { sessionOfTurn } from '../shared/ids';
+import type { UserContext } from '../shared/user';
+
+/** Runs `work`, heartbeating on a timer meanwhile; `beat` sends details (repeated by the timer) at once. */
+export type WithHeartbeats = <T>(work: (beat: (details?: unknown) => void) => Promise<T>) => Promise<T>;
+
+/** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
+export function heartbeatsEvery(heartbeatEveryMs: number): WithHeartbeats {
+  return async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
+    const ctx = Context.current();
+    // The timer repeats the latest details: they carry what a retry needs (a tool call's MCP task).
+    let last: unknown;
+    const beat = (details?: unknown) => {
+      if (details !== undefined) last = details;
+      ctx.heartbeat(last);
+    };
+    // A local activity has no heartbeats (nothing reads them): its work simply runs.
+    if (ctx.info.isLocal) return await work(() => undefined);
+    // Beat well inside the activity's own heartbeat timeout, whatever the deployment configured.
+    const timeoutMs = ctx.info.heartbeatTimeoutMs;
+    const every = timeoutMs ? Math.max(100, Math.min(heartbeatEveryMs, Math.floor(timeoutMs / 3))) : heartbeatEveryMs;
+    const timer = setInterval(() => beat(), every);
+    try {
+      return await work(beat);
+    } finally {
+      clearInterval(timer);
+    }
+  };
+}
+
+/** What every log line about a turn carries. */
+export function turnFields(turnId: string, user?: UserContext): Record<string, string> {
+  const sessionId = sessionOfTurn(turnId);
+  return { turnId, ...(sessionId ? { sessionId } : {}), ...(user ? { userId: user.id } : {}) };
+}
