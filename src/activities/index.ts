@@ -1,15 +1,12 @@
 import { hostname } from 'node:os';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
-import type { AuditSink } from '../audit';
-import type { LlmClient } from '../llm/client';
 import { retryingToolMessage } from './retry-notice';
 import { isMcpFailure, McpTransientError } from '../mcp/failures';
 import { isReadOnly, repeatSafety } from '../mcp/repeat-safety';
-import type { ToolErrorClass, ToolOutcomeLabel, WorkerObserver } from '../metrics';
+import type { ToolErrorClass, ToolOutcomeLabel } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
-import type { McpContextSource } from '../mcp/context-source';
-import type { McpHub, ToolTaskRef } from '../mcp/types';
+import type { ToolTaskRef } from '../mcp/types';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oauth';
 import { ElicitationSession } from '../mcp/elicitation';
 import { SamplingSession } from '../mcp/sampling';
@@ -23,11 +20,9 @@ import { inClientSpan } from '../telemetry/tracing';
 import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome } from '../shared/tool-types';
 import { toLlmTools } from '../core/host-loop';
 import type { ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmToolSpec, SamplingAllowance } from '../shared/turn';
-import type { Logger } from '../logger';
-import type { LivePublisher } from '../live/publisher';
 import type { UserContext } from '../shared/user';
-import type { SummaryUsage } from '../usage/summary-usage';
-import { createSessionLinkActivities, type SessionLink } from './session-link';
+import { createSessionLinkActivities } from './session-link';
+import type { ActivityDeps } from './deps';
 import { createLlmActivities } from './llm';
 import { heartbeatsEvery, turnFields } from './shared';
 
@@ -36,42 +31,7 @@ export type { SummarizeInput } from './llm';
 /** What a tool call leaves of its attempt's start-to-close timeout: it ends first, saying why. */
 const ATTEMPT_MARGIN_MS = 2_000;
 
-export interface ArgumentCheck {
-  validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
-}
-
-export interface ActivityDeps {
-  /** Append-only audit log; without one, nothing is audited (tests of other concerns). */
-  audit?: AuditSink;
-  hub: McpHub & McpContextSource;
-  /** The worker's default model. */
-  llm: LlmClient;
-  /** The host config's named models (`models`), for requests that name one; absent: only the default. */
-  models?: ReadonlyMap<string, LlmClient>;
-  validator: ArgumentCheck;
-  logger: Logger;
-  /** Values that must never leave the worker (keys, tokens); scrubbed from error messages. */
-  secrets: readonly string[];
-  /**
-   * The host config's maxToolResultChars: a tool result is cut to it before the activity returns
-   * (src/mcp/render.ts boundToolOutcome); absent: returned whole, the turn cuts it.
-   */
-  maxToolResultChars?: () => number;
-  /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
-  heartbeatEveryMs?: number;
-  /** This worker in tool calls' heartbeat details (default: the SDK's default identity, pid@host). */
-  workerId?: string;
-  /** Where LLM text deltas go while they stream (to the API's live hub); never part of history. */
-  live?: LivePublisher;
-  /** Opens a sealed user token (undefined when it cannot); absent when no seal key is configured. */
-  unsealToken?: (sealed: string) => string | undefined;
-  /** Call counts and latencies for the worker's /metrics. */
-  metrics?: WorkerObserver;
-  /** Records a session summary's tokens in the usage ledger (src/usage/summary-usage.ts); absent: not recorded. */
-  summaryUsage?: (s: SummaryUsage) => Promise<void>;
-  /** Session and turn workflows, for turns the API started beside their session; absent: such turns fail to join. */
-  sessions?: SessionLink;
-}
+export type { ActivityDeps, ArgumentCheck } from './deps';
 
 export interface ToolCallInput {
   turnId: string;

@@ -11,7 +11,7 @@ import type { LlmOutcome } from '../metrics';
 import { Failure } from '../shared/failures';
 import type { ChatMessage, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
 import type { SummaryUsage } from '../usage/summary-usage';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 import { retryNotice } from './retry-notice';
 import { turnFields, type WithHeartbeats } from './shared';
 

@@ -1,0 +1,48 @@
+/** What the activities are built from: the worker's long-lived dependencies (./index.ts, ./llm.ts). */
+import type { AuditSink } from '../audit';
+import type { LlmClient } from '../llm/client';
+import type { LivePublisher } from '../live/publisher';
+import type { Logger } from '../logger';
+import type { McpContextSource } from '../mcp/context-source';
+import type { McpHub } from '../mcp/types';
+import type { WorkerObserver } from '../metrics';
+import type { SummaryUsage } from '../usage/summary-usage';
+import type { SessionLink } from './session-link';
+
+export interface ArgumentCheck {
+  validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
+}
+
+export interface ActivityDeps {
+  /** Append-only audit log; without one, nothing is audited (tests of other concerns). */
+  audit?: AuditSink;
+  hub: McpHub & McpContextSource;
+  /** The worker's default model. */
+  llm: LlmClient;
+  /** The host config's named models (`models`), for requests that name one; absent: only the default. */
+  models?: ReadonlyMap<string, LlmClient>;
+  validator: ArgumentCheck;
+  logger: Logger;
+  /** Values that must never leave the worker (keys, tokens); scrubbed from error messages. */
+  secrets: readonly string[];
+  /**
+   * The host config's maxToolResultChars: a tool result is cut to it before the activity returns
+   * (src/mcp/render.ts boundToolOutcome); absent: returned whole, the turn cuts it.
+   */
+  maxToolResultChars?: () => number;
+  /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
+  heartbeatEveryMs?: number;
+  /** This worker in tool calls' heartbeat details (default: the SDK's default identity, pid@host). */
+  workerId?: string;
+  /** Where LLM text deltas go while they stream (to the API's live hub); never part of history. */
+  live?: LivePublisher;
+  /** Opens a sealed user token (undefined when it cannot); absent when no seal key is configured. */
+  unsealToken?: (sealed: string) => string | undefined;
+  /** Call counts and latencies for the worker's /metrics. */
+  metrics?: WorkerObserver;
+  /** Records a session summary's tokens in the usage ledger (src/usage/summary-usage.ts); absent: not recorded. */
+  summaryUsage?: (s: SummaryUsage) => Promise<void>;
+  /** Session and turn workflows, for turns the API started beside their session; absent: such turns fail to join. */
+  sessions?: SessionLink;
+}
+
