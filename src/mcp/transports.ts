@@ -31,13 +31,10 @@ export function createTransport(
   sessionId?: string,
 ): Transport {
   if (cfg.kind === 'stdio') {
-    // spawn reports a missing cwd as "spawn <command> ENOENT", which sends people looking for the
-    // wrong thing.
-    if (!isDirectory(cfg.cwd)) throw new Error(`working directory does not exist: ${cfg.cwd}`);
     const transport = new StdioClientTransport({
       command: cfg.command,
       args: cfg.args,
-      cwd: cfg.cwd,
+      cwd: checkedCwd(cfg.cwd),
       // Never the worker's whole environment: it holds the host's own secrets.
       env: { ...getDefaultEnvironment(), ...cfg.env },
       stderr: 'pipe',
@@ -90,7 +87,8 @@ export async function openHttpWithFallback<C>(
   }
 }
 
-function splitLines(stream: Readable, onLine: (line: string) => void): void {
+/** A child's stream handed on line by line, long lines cut (a chatty server cannot flood the log). */
+export function splitLines(stream: Readable, onLine: (line: string) => void): void {
   let buffered = '';
   const emit = (line: string): void => {
     const cut = line.length > MAX_STDERR_LINE ? `${line.slice(0, MAX_STDERR_LINE)}...` : line;
@@ -112,6 +110,15 @@ function splitLines(stream: Readable, onLine: (line: string) => void): void {
     if (buffered) emit(buffered);
     buffered = '';
   });
+}
+
+/**
+ * A stdio server's working directory, checked first: spawn reports a missing cwd as
+ * "spawn <command> ENOENT", which sends people looking for the wrong thing.
+ */
+export function checkedCwd(dir: string): string {
+  if (!isDirectory(dir)) throw new Error(`working directory does not exist: ${dir}`);
+  return dir;
 }
 
 function isDirectory(dir: string): boolean {
