@@ -187,9 +187,12 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
       if (closing) await subscription.close().catch(noop);
       else subscriptions.push(subscription);
     },
+    // 2026-07-28 has no `ping`: `server/discover` is its cheapest request, and it freshens the kept discovery.
     async ping(timeoutMs) {
       try {
-        return await client.ping({ timeout: timeoutMs });
+        const discover = await client.discover({ timeout: timeoutMs });
+        target.discovery?.set({ kind: 'modern', discover });
+        return discover;
       } catch (error) {
         throw toPoolError(error, timeoutMs);
       }
