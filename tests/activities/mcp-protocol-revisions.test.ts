@@ -99,7 +99,7 @@ test('auto: a 2026-07-28 server is spoken to on 2026-07-28, a 2025 server as bef
   expect(catalog.servers.map((s) => [s.server, s.state])).toEqual([['modern', 'connected'], ['legacy', 'connected']]);
   // Listed again, each cached listing is checked with a request of the server's revision (2026-07-28 has no ping).
   expect((await pool.catalog()).servers.map((s) => [s.server, s.state])).toEqual([['modern', 'connected'], ['legacy', 'connected']]);
-  expect(catalog.tools.map((t) => t.name).sort()).toEqual(['legacy__shout', 'modern__greet', 'modern__order']);
+  expect(catalog.tools.map((t) => t.name).sort()).toEqual(['legacy__shout', 'modern__brew', 'modern__greet', 'modern__order']);
 
   expect((await pool.callTool({ server: 'modern', tool: 'greet', arguments: { name: 'Ada' } })).text).toBe('Hello, Ada, from a 2026-07-28 server.');
   expect((await pool.callTool({ server: 'legacy', tool: 'shout', arguments: { text: 'hi' } })).text).toBe('HI');

@@ -4,11 +4,12 @@
  * revision; the turn reads its resource as context, calls its tools, and its `input_required` question
  * becomes the turn's question (decision 0011): answered by the owner through the API, the re-issued
  * call carries the answer and the order is placed once. The 2025 servers of the same config (notes and
- * server-everything over stdio) keep working in the same turn.
+ * server-everything over stdio) keep working in the same turn. A worker SIGKILLed while a call to the
+ * 2026 server is in flight: the next worker sends it again with the same idempotency key, one effect.
  */
 import { readFileSync } from 'node:fs';
 import type { DemoRules } from '../../src/demo-model/rules';
-import { getJson, postJson, postMessage, readSse } from '../helpers/http';
+import { getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
 import { MENU_TEXT, MENU_URI, startModernServer } from '../helpers/modern-server';
 import { EXAMPLE_RULES, startSystem, type TestSystem } from '../helpers/system';
 
@@ -34,6 +35,11 @@ const rules: DemoRules = {
       match: '(?i)^order (\\w+)',
       steps: [{ toolCalls: [{ name: 'menu__order', arguments: { item: '{{match.1}}' } }] }, { text: 'menu said: {{tool:menu__order}}' }],
     },
+    {
+      name: 'brew',
+      match: '(?i)^brew (\\w+)',
+      steps: [{ toolCalls: [{ name: 'menu__brew', arguments: { drink: '{{match.1}}' } }] }, { text: 'menu said: {{tool:menu__brew}}' }],
+    },
     ...(exampleRules.scripts as NonNullable<DemoRules['scripts']>),
   ],
 };
@@ -45,7 +51,7 @@ beforeAll(async () => {
   menu = await startModernServer();
   sys = await startSystem({
     rules,
-    extraServers: { menu: { url: menu.url, description: 'A 2026-07-28 server (protocol: auto)' } },
+    extraServers: { menu: { url: menu.url, description: 'A 2026-07-28 server (protocol: auto)', honoursIdempotencyKey: true } },
     host: { context: { resources: [{ server: 'menu', uri: MENU_URI }], prompts: [] } },
   });
 }, 120_000);
@@ -95,3 +101,23 @@ test("the server's input_required question is the turn's question; the owner's a
   expect(menu.state.orders.size).toBe(before + 1);
   expect([...menu.state.orders.values()].filter((o) => o.item === 'soup')).toEqual([{ item: 'soup', size: 'large' }]);
 });
+
+test('a worker SIGKILLed mid-call on the 2026-07-28 server: the next worker calls again with the same key, one drink', async () => {
+  menu.state.brewMs = 4_000;
+  const callsBefore = menu.state.brewCalls;
+  const post = await postMessage(sys.apiUrl, 'rev-kill', 'brew tea');
+  expect(post.status).toBe(202);
+  // The call reached the server: the worker dies while it is in flight.
+  await waitFor(async () => (menu.state.brewCalls > callsBefore ? true : undefined), 60_000);
+  await sys.worker.kill();
+  sys.worker = await sys.startWorker();
+
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { timeoutMs: 150_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toBe('menu said: Brewed tea.');
+  // Sent twice (once by each worker), applied once: the server dedupes on the call's idempotency key.
+  expect(menu.state.brewCalls - callsBefore).toBe(2);
+  const keys = [...menu.state.brews.entries()].filter(([, drink]) => drink === 'tea').map(([key]) => key);
+  expect(keys).toHaveLength(1);
+  expect(keys[0]).toMatch(new RegExp(`^${post.body.turnId}/step-1/call_`));
+}, 240_000);

@@ -25,6 +25,10 @@ export interface ModernServerState {
   orders: Map<string, { item: string; size: string }>;
   /** `order` calls that arrived, answered or not. */
   orderCalls: number;
+  /** Drinks brewed, by idempotency key (the side effect of the slow tool), its calls, and how long each takes. */
+  brews: Map<string, string>;
+  brewCalls: number;
+  brewMs: number;
 }
 
 export function createModernServer(state: ModernServerState, era = 'modern'): McpServer {
@@ -67,6 +71,21 @@ export function createModernServer(state: ModernServerState, era = 'modern'): Mc
       return { content: [{ type: 'text', text: `Ordered a ${order?.size} ${order?.item} (order ${state.orders.size}).` }] };
     },
   );
+  server.registerTool(
+    'brew',
+    {
+      description: 'Brews a drink, slowly; brewed once per idempotency key however often it is called.',
+      inputSchema: z.object({ drink: z.string() }),
+      annotations: { readOnlyHint: false, idempotentHint: false },
+    },
+    async ({ drink }, ctx) => {
+      state.brewCalls += 1;
+      await new Promise((resolve) => setTimeout(resolve, state.brewMs));
+      const key = String((ctx.mcpReq._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_KEY_META_KEY] ?? `anonymous-${state.brews.size}`);
+      if (!state.brews.has(key)) state.brews.set(key, drink);
+      return { content: [{ type: 'text', text: `Brewed ${state.brews.get(key)}.` }] };
+    },
+  );
   server.registerResource('menu', MENU_URI, { title: 'Menu', mimeType: 'text/plain' }, async (uri) => {
     state.eras.push(`${era}:resources/read`);
     return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: MENU_TEXT }] };
@@ -74,7 +93,7 @@ export function createModernServer(state: ModernServerState, era = 'modern'): Mc
   return server;
 }
 
-export const newModernState = (): ModernServerState => ({ eras: [], orders: new Map(), orderCalls: 0 });
+export const newModernState = (): ModernServerState => ({ eras: [], orders: new Map(), orderCalls: 0, brews: new Map(), brewCalls: 0, brewMs: 0 });
 
 /** Serves the test server over Streamable HTTP on a free loopback port. */
 export async function startModernServer(state: ModernServerState = newModernState(), port = 0): Promise<{ url: string; state: ModernServerState; close(): Promise<void> }> {
