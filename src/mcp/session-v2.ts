@@ -27,13 +27,13 @@ import {
   type McpSubscription,
   type Transport,
 } from '@modelcontextprotocol/client';
-import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type GetPromptResult, type ListToolsResult, type ReadResourceResult, type ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { InputRefused, MAX_INPUT_ROUNDS, answerInputRequests, isInputRequired, type InputRetry } from './input-required';
 import type { McpSession, RequestLimits, SessionHooks, SessionTarget } from './session';
-import { checkedCwd, splitLines } from './transports';
-import { callerContext, forwardingFetch } from './user-token';
+import { httpOptions, splitLines, stdioParams } from './transports';
+import { callerContext } from './user-token';
 
 export const MODERN_REVISION = '2026-07-28';
 
@@ -53,20 +53,12 @@ export function isRevisionMismatch(error: unknown): boolean {
 function createTransport(target: SessionTarget, onStderrLine: (line: string) => void): Transport {
   const cfg = target.cfg;
   if (cfg.kind === 'stdio') {
-    const transport = new StdioClientTransport({
-      command: cfg.command,
-      args: cfg.args,
-      cwd: checkedCwd(cfg.cwd),
-      // Never the worker's whole environment: it holds the host's own secrets.
-      env: { ...getDefaultEnvironment(), ...cfg.env },
-      stderr: 'pipe',
-    });
+    const transport = new StdioClientTransport(stdioParams(cfg));
     if (transport.stderr) splitLines(transport.stderr as Readable, onStderrLine);
     return transport;
   }
   if (target.kind === 'sse') throw new Error('MCP 2026-07-28 has no legacy HTTP+SSE transport');
-  const fetch = target.authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
-  return new StreamableHTTPClientTransport(new URL(cfg.url), { requestInit: { headers: { ...cfg.headers } }, ...(fetch ? { fetch } : {}) });
+  return new StreamableHTTPClientTransport(new URL(cfg.url), httpOptions(cfg, target.authFetch));
 }
 
 /**

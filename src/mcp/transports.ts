@@ -9,7 +9,7 @@ import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerStatus } from '../shared/tool-types';
-import type { McpServerConfig } from './config';
+import type { HttpServerConfig, McpServerConfig, StdioServerConfig } from './config';
 import { describeCause, isAuthRefusal, isHttp4xx } from './failures';
 import { forwardingFetch } from './user-token';
 
@@ -31,22 +31,31 @@ export function createTransport(
   sessionId?: string,
 ): Transport {
   if (cfg.kind === 'stdio') {
-    const transport = new StdioClientTransport({
-      command: cfg.command,
-      args: cfg.args,
-      cwd: checkedCwd(cfg.cwd),
-      // Never the worker's whole environment: it holds the host's own secrets.
-      env: { ...getDefaultEnvironment(), ...cfg.env },
-      stderr: 'pipe',
-    });
+    const transport = new StdioClientTransport(stdioParams(cfg));
     if (transport.stderr) splitLines(transport.stderr as Readable, onStderrLine);
     return transport;
   }
   const url = new URL(cfg.url);
-  const requestInit: RequestInit = { headers: { ...cfg.headers } };
-  const fetch = authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
-  const opts = { requestInit, ...(fetch ? { fetch } : {}) };
+  const opts = httpOptions(cfg, authFetch);
   return kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, { ...opts, ...(sessionId ? { sessionId } : {}) });
+}
+
+/** How a stdio server is spawned, whichever SDK spawns it. */
+export function stdioParams(cfg: StdioServerConfig) {
+  return {
+    command: cfg.command,
+    args: cfg.args,
+    cwd: checkedCwd(cfg.cwd),
+    // Never the worker's whole environment: it holds the host's own secrets.
+    env: { ...getDefaultEnvironment(), ...cfg.env },
+    stderr: 'pipe' as const,
+  };
+}
+
+/** The headers and fetch of an HTTP server's requests, whichever SDK sends them. */
+export function httpOptions(cfg: HttpServerConfig, authFetch?: FetchLike): { requestInit: RequestInit; fetch?: FetchLike } {
+  const fetch = authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
+  return { requestInit: { headers: { ...cfg.headers } }, ...(fetch ? { fetch } : {}) };
 }
 
 /** The child's pid once a stdio transport has started. */
@@ -116,7 +125,7 @@ export function splitLines(stream: Readable, onLine: (line: string) => void): vo
  * A stdio server's working directory, checked first: spawn reports a missing cwd as
  * "spawn <command> ENOENT", which sends people looking for the wrong thing.
  */
-export function checkedCwd(dir: string): string {
+function checkedCwd(dir: string): string {
   if (!isDirectory(dir)) throw new Error(`working directory does not exist: ${dir}`);
   return dir;
 }
