@@ -1,8 +1,8 @@
 /**
  * Which MCP revision speaks for a server (decision 0024): its config's `protocol` pins one
- * (`2025-11-25`: session-v1.ts; `2026-07-28`: session-v2.ts), and without one (`auto`) the server is
- * discovered: `server/discover` first, and a server that does not offer 2026-07-28 is spoken to
- * exactly as before, on the v1 SDK. Legacy HTTP+SSE is 2025 only.
+ * (`2025-11-25`: session-v1.ts; `2026-07-28`: session-v2.ts), and without one (`auto`) an HTTP server
+ * is discovered: `server/discover` first, and a server that does not offer 2026-07-28 is spoken to
+ * exactly as before, on the v1 SDK. Legacy HTTP+SSE is 2025 only; so is a stdio server under `auto`.
  *
  * Discovery happens once per slot, not per connection: the verdict is kept with the slot (one per
  * server, or per user of a per-user server, so never shared across authorization contexts), and the
@@ -11,6 +11,7 @@
  * start), so calls find the verdict there.
  */
 import type { PriorDiscovery } from '@modelcontextprotocol/client';
+import { isHttp4xx } from './failures';
 import { isAuthorizationError, noop } from './pool-state';
 import type { DiscoveryCache, McpSession, OpenSession, SessionHooks, SessionTarget } from './session';
 import { openV1Session } from './session-v1';
@@ -45,7 +46,10 @@ export class SlotDiscovery implements DiscoveryCache {
 /** The session for `target`'s server, by its configured `protocol`. */
 export const openSessionFor: OpenSession = (target, hooks) => {
   const protocol = target.cfg.protocol;
-  if (protocol === '2025-11-25' || target.kind === 'sse') return openV1Session(target, hooks);
+  // A stdio server is discovered only when pinned: the SDK probes on a second child process, which at a
+  // worker's start doubles its spawns (measured: the chaos suite's payments server then missed its 2 s
+  // connect deadline). Under `auto` a stdio server is spoken to in 2025-11-25, as before.
+  if (protocol === '2025-11-25' || target.kind === 'sse' || (protocol === undefined && target.kind === 'stdio')) return openV1Session(target, hooks);
   if (protocol === '2026-07-28') return openV2Session(target, hooks);
   return openAutoSession(target, hooks);
 };
@@ -67,6 +71,8 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
   // A connection adopted from a kept modern verdict proves it with its first answer; a failure
   // before that sends the next connection to discover again (the server may have changed).
   let unproven = false;
+  // Closed by the pool while connecting (a connect timeout): whatever the connect opens later is closed too.
+  let closed = false;
   const current = (): McpSession => {
     if (!session) throw new Error('not connected');
     return session;
@@ -85,6 +91,7 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
   async function connect(timeoutMs: number): Promise<void> {
     const started = Date.now();
     const known = target.discovery?.get();
+    let saidLegacy = false;
     if (known?.kind !== 'legacy') {
       // The probe's session must not report its own end to the pool when it is dropped.
       let dropped = false;
@@ -96,23 +103,32 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
       let modern: McpSession | undefined;
       try {
         modern = openV2Session(target, probeHooks, { probeMs: Math.min(PROBE_MS, Math.floor(timeoutMs / 3)) });
-        await modern.connect(timeoutMs);
         session = modern;
+        await modern.connect(timeoutMs);
         unproven = known?.kind === 'modern';
         return;
       } catch (error) {
         dropped = true;
+        session = undefined;
         await modern?.close().catch(noop);
+        if (closed) throw error;
         const authorization = authorizationIn(error);
         if (authorization) throw authorization;
         if (known) target.discovery?.forget();
-        if (!isRevisionMismatch(error)) hooks.onProtocolError(new Error(`server/discover failed; trying MCP 2025-11-25: ${String(error)}`));
+        // Only the server's own answer makes it a 2025 server; after a timeout or a network error the
+        // next connection asks again.
+        saidLegacy = isRevisionMismatch(error) || isHttp4xx(error);
+        if (!saidLegacy) hooks.onProtocolError(new Error(`server/discover failed; trying MCP 2025-11-25: ${String(error)}`));
       }
     }
     const legacy = openV1Session(target, hooks);
     session = legacy;
+    if (closed) {
+      await legacy.close().catch(noop);
+      throw new Error('the connection was closed while it was being opened');
+    }
     await legacy.connect(Math.max(1, timeoutMs - (Date.now() - started)));
-    if (known?.kind !== 'legacy') target.discovery?.set({ kind: 'legacy' });
+    if (saidLegacy) target.discovery?.set({ kind: 'legacy' });
   }
 
   return {
@@ -135,6 +151,9 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
     ping: (timeoutMs) => proving(() => current().ping(timeoutMs)),
     sendRootsListChanged: () => current().sendRootsListChanged(),
     terminateSession: () => session?.terminateSession() ?? Promise.resolve(),
-    close: () => session?.close() ?? Promise.resolve(),
+    close: () => {
+      closed = true;
+      return session?.close() ?? Promise.resolve();
+    },
   };
 }

@@ -172,10 +172,10 @@ test("input_required: the question ends the call unanswered, and the re-issued c
   expect((await call(declined)).text).toBe('No soup ordered: the user did not choose a size.');
 });
 
-test('stdio: a 2026-07-28 child is spoken to on 2026-07-28; a 2025 child falls back to the v1 SDK (needs the build)', async () => {
+test('stdio: a child pinned to 2026-07-28 is spoken to in it; under auto a stdio child is spoken to in 2025-11-25 (needs the build)', async () => {
   const root = path.resolve(__dirname, '../..');
   const pool = hubFor({
-    modern: { command: process.execPath, args: ['dist/tests/helpers/modern-server.js', '--stdio'], cwd: root },
+    modern: { command: process.execPath, args: ['dist/tests/helpers/modern-server.js', '--stdio'], cwd: root, protocol: '2026-07-28' },
     notes: { command: process.execPath, args: ['dist/examples/servers/notes-server.js', '--stdio', '--data', path.join(tmp, 'notes.json')], cwd: root },
   });
   const status = await pool.status();
