@@ -177,9 +177,11 @@ test('stdio: a child pinned to 2026-07-28 is spoken to in it; under auto a stdio
   const pool = hubFor({
     modern: { command: process.execPath, args: ['dist/tests/helpers/modern-server.js', '--stdio'], cwd: root, protocol: '2026-07-28' },
     notes: { command: process.execPath, args: ['dist/examples/servers/notes-server.js', '--stdio', '--data', path.join(tmp, 'notes.json')], cwd: root },
+    // The same 2026-only child under auto: spoken to in 2025-11-25, which it refuses.
+    unpinned: { command: process.execPath, args: ['dist/tests/helpers/modern-server.js', '--stdio'], cwd: root },
   });
   const status = await pool.status();
-  expect(status.map((s) => [s.server, s.state, s.toolCount > 0])).toEqual([['modern', 'connected', true], ['notes', 'connected', true]]);
+  expect(status.map((s) => [s.server, s.state, s.toolCount > 0])).toEqual([['modern', 'connected', true], ['notes', 'connected', true], ['unpinned', 'unavailable', false]]);
   expect((await pool.callTool({ server: 'modern', tool: 'greet', arguments: { name: 'pipe' } })).text).toBe('Hello, pipe, from a 2026-07-28 server.');
   expect((await pool.callTool({ server: 'notes', tool: 'add_note', arguments: { text: 'over stdio' } })).isError).toBeFalsy();
 }, 60_000);

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { McpServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
-import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
 
@@ -115,7 +115,9 @@ export async function startModernServer(state: ModernServerState = newModernStat
   };
 }
 
+// Over stdio it speaks 2026-07-28 only: a 2025 opening (`initialize`) is refused, so a client that
+// gets its tools spoke the new revision.
 if (require.main === module && process.argv.includes('--stdio')) {
   const state = newModernState();
-  void createModernServer(state).connect(new StdioServerTransport());
+  serveStdio((ctx) => createModernServer(state, ctx.era), { legacy: 'reject' });
 }
