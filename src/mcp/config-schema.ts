@@ -22,6 +22,8 @@ const commonFields = {
   roots: z.array(z.string().min(1)).max(64).optional(),
   honoursIdempotencyKey: z.boolean().optional(),
   readOnlyTools: z.array(z.string().regex(/^[a-zA-Z0-9_.\/-]+\*?$/, 'a tool name, or a prefix ending in *')).max(1024).optional(),
+  /** The MCP revision spoken to the server: `auto` (default) discovers it (src/mcp/session-select.ts). */
+  protocol: z.enum(['auto', '2025-11-25', '2026-07-28']).optional(),
 };
 
 export const StdioEntrySchema = z.object({

@@ -63,7 +63,14 @@ type McpServerConfigBase = {
   honoursIdempotencyKey?: boolean;
   /** Tools (names, or prefixes ending in `*`) the user vouches are free of side effects, whatever their annotations say. */
   readOnlyTools?: string[];
+  /**
+   * The MCP revision spoken to the server. Absent (`auto` in the file): `server/discover` is tried
+   * first and a 2025-11-25 server is spoken to as before; a revision pins it (src/mcp/session-select.ts).
+   */
+  protocol?: McpProtocolRevision;
 };
+
+export type McpProtocolRevision = '2025-11-25' | '2026-07-28';
 
 export type McpRoot = { uri: string; name: string };
 
@@ -230,6 +237,7 @@ export function parseMcpConfig(
       ...(roots.length > 0 ? { roots } : {}),
       ...(data.honoursIdempotencyKey ? { honoursIdempotencyKey: true } : {}),
       ...(data.readOnlyTools?.length ? { readOnlyTools: data.readOnlyTools } : {}),
+      ...(data.protocol !== undefined && data.protocol !== 'auto' ? { protocol: data.protocol } : {}),
       ...(data.description !== undefined ? { description: data.description } : {}),
     };
 
@@ -238,6 +246,9 @@ export function parseMcpConfig(
       if (resolveRefs && !isHttpUrl(url)) problems.add([...at, 'url'], 'expected an http:// or https:// URL');
       const transport: HttpTransportPreference =
         data.transport ?? (data.type === 'sse' ? 'sse' : data.type === 'streamable-http' ? 'streamable-http' : 'auto');
+      if (data.protocol === '2026-07-28' && transport === 'sse') {
+        problems.add([...at, 'protocol'], 'protocol 2026-07-28 has no legacy HTTP+SSE transport: use "streamable-http" or "auto"');
+      }
       const auth = data.auth ? resolveAuth(data.auth, (value, field) => str(value, ['auth', field])) : undefined;
       if (auth && data.forwardUserToken) {
         problems.add([...at, 'auth'], 'choose one of "auth" and "forwardUserToken": both would set the Authorization header');

@@ -5,7 +5,7 @@
  * a dropped connection finishes its in-flight requests before it is closed.
  *
  * Each connection is a session (session.ts); which SDK revision speaks for it is the `openSession`
- * this is given (session-v1.ts by default).
+ * this is given (by default session-select.ts's, by the server's `protocol`, with the slot's discovery).
  */
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { describeServer } from './config';
@@ -21,8 +21,8 @@ import {
 import { RefusedError, isAuthorizationError, noop, withTimeout, type Connection, type HubLogger, type Slot } from './pool-state';
 import { CallsInFlight, connectionContext, type ElicitationHandler, type SamplingHandler } from './server-requests';
 import type { OpenSession, SessionHooks } from './session';
-import { openV1Session } from './session-v1';
 import { DroppedResponse, TransportFault } from './transport-limits';
+import { SlotDiscovery, openSessionFor } from './session-select';
 import { openHttpWithFallback, type TransportKind } from './transports';
 import { callerContext } from './user-token';
 
@@ -45,7 +45,7 @@ export interface ConnectionsOptions {
   elicit?: ElicitationHandler;
   sample?: SamplingHandler;
   onResourceUpdated?: (server: string, uri: string) => void;
-  /** Makes each connection's session; the v1 SDK's by default. */
+  /** Makes each connection's session; by default the server's revision's (session-select.ts). */
   openSession?: OpenSession;
 }
 
@@ -61,7 +61,7 @@ export class Connections {
 
   constructor(private readonly opts: ConnectionsOptions) {
     this.logger = opts.logger;
-    this.openSession = opts.openSession ?? openV1Session;
+    this.openSession = opts.openSession ?? openSessionFor;
   }
 
   /** Runs `op` on the slot's connection (opened if need be), turning its failure into the pool's errors. */
@@ -197,7 +197,8 @@ export class Connections {
     const cfg = slot.cfg;
     slot.stderrTail = [];
     const calls = new CallsInFlight(kind !== 'streamable-http');
-    const target = { cfg, kind, clientInfo: this.opts.clientInfo, capabilities: this.opts.capabilities, ...(slot.authFetch ? { authFetch: slot.authFetch } : {}) };
+    slot.discovery ??= new SlotDiscovery();
+    const target = { cfg, kind, clientInfo: this.opts.clientInfo, capabilities: this.opts.capabilities, discovery: slot.discovery, ...(slot.authFetch ? { authFetch: slot.authFetch } : {}) };
     // The hooks only run once the session exists, so `conn` is there by then.
     const conn: Connection = {
       id: this.nextConnectionId++,

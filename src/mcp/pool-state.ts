@@ -7,7 +7,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from './config';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from './oauth';
 import type { CallsInFlight } from './server-requests';
-import type { McpSession } from './session';
+import type { DiscoveryCache, McpSession } from './session';
 import type { TransportKind } from './transports';
 
 export interface HubLogger {
@@ -84,4 +84,6 @@ export interface Slot {
   perUser?: Map<string, Slot>;
   /** The OAuth-aware fetch of a server with `auth`, made once per slot. */
   authFetch?: FetchLike;
+  /** The server's revision as discovered, kept across the slot's connections (session-select.ts). */
+  discovery?: DiscoveryCache;
 }

@@ -59,6 +59,7 @@ export function openV1Session(target: SessionTarget, hooks: SessionHooks): McpSe
     pid: () => pidOf(transport),
     sessionId: () => sessionIdOf(transport),
     serverCapabilities: () => client.getServerCapabilities(),
+    speaksTasks: () => true,
 
     callTool: (params, options) => client.callTool(params, CallToolResultSchema, options),
 

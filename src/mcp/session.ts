@@ -1,12 +1,13 @@
 /**
  * What the pool needs from one connection to one server, whatever SDK revision speaks the protocol
  * underneath. The pool (connections.ts, tool-calls.ts, resources.ts, tool-listing.ts) talks only to
- * this; session-v1.ts implements it on the v1 SDK's `Client`. A session for another revision of the
- * SDK is a second implementation of the same interface, chosen where connections.ts opens one.
+ * this; session-v1.ts implements it on the v1 SDK's `Client` (MCP 2025-11-25), session-v2.ts on the v2
+ * client (MCP 2026-07-28), and session-select.ts picks one per server (its `protocol`).
  *
  * The data shapes (tools, roots, results) are the protocol's own, typed by the v1 SDK's schemas: they
  * are the spec's JSON, not the SDK's objects.
  */
+import type { PriorDiscovery } from '@modelcontextprotocol/client';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type {
   ClientCapabilities,
@@ -28,6 +29,20 @@ export interface SessionTarget {
   capabilities: ClientCapabilities;
   /** The OAuth-aware fetch of a server with `auth` (src/mcp/oauth). */
   authFetch?: FetchLike;
+  /** What the slot learnt of the server's revision, kept across its connections (session-select.ts). */
+  discovery?: DiscoveryCache;
+}
+
+/**
+ * A server's revision as discovered: `modern` with its `server/discover` result (a connection then
+ * adopts it with no round trip), or `legacy` (2025-11-25). One per slot, so one per authorization context.
+ */
+export interface DiscoveryCache {
+  /** The verdict while it is fresh. */
+  get(): PriorDiscovery | undefined;
+  set(verdict: PriorDiscovery): void;
+  /** The verdict proved wrong (or the server changed): the next connection discovers again. */
+  forget(): void;
 }
 
 /**
@@ -100,6 +115,8 @@ export interface McpSession extends TaskReader {
   sessionId(): string | undefined;
   /** What the server declared in the handshake. */
   serverCapabilities(): ServerCapabilities | undefined;
+  /** Whether MCP tasks are spoken on this connection (`callToolAsTask` and the task readers mean something). */
+  speaksTasks(): boolean;
 
   /** A plain `tools/call`; resolves with the raw result (checked by the caller). */
   callTool(params: ToolCallParams, options: ToolCallOptions): Promise<unknown>;

@@ -91,8 +91,9 @@ async function requestToolCall(ctx: ToolCallContext, slot: Slot, conn: Connectio
   }
   const params = { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) };
   const options = requestOptions(ctx, slot, req, timeout);
-  // The listing is cached per connection; without one, the tool is called plainly.
-  const listed = await listTools(ctx.connections.logger, slot, conn).catch((): Tool[] => []);
+  // The listing is cached per connection; without one, the tool is called plainly. A connection that
+  // speaks no tasks (MCP 2026-07-28, session-v2.ts) needs none: its call is one round trip.
+  const listed = conn.session.speaksTasks() ? await listTools(ctx.connections.logger, slot, conn).catch((): Tool[] => []) : [];
   const taskSupport = listed.find((t) => t.name === req.tool)?.execution?.taskSupport;
   if (taskSupport !== 'required' && taskSupport !== 'optional') {
     req.onSend?.();

@@ -10,9 +10,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerStatus } from '../shared/tool-types';
-import { maxMessageBytesOf, type McpServerConfig } from './config';
+import { type HttpServerConfig, maxMessageBytesOf, type McpServerConfig, type StdioServerConfig } from './config';
 import { describeCause, isAuthRefusal, isHttp4xx } from './failures';
-import { GarbageCounter, isStdioOverflow, isUnparsableLine, limitedFetch, oversizeFault } from './transport-limits';
+import { GarbageCounter, isStdioOverflow, isUnparsableLine, limitedFetch, oversizeFault, type TransportFault } from './transport-limits';
 import { forwardingFetch } from './user-token';
 
 export type TransportKind = ServerStatus['transport'];
@@ -36,26 +36,13 @@ export function createTransport(
 ): Transport {
   const maxBytes = maxMessageBytesOf(cfg);
   if (cfg.kind === 'stdio') {
-    // spawn reports a missing cwd as "spawn <command> ENOENT", which sends people looking for the
-    // wrong thing.
-    if (!isDirectory(cfg.cwd)) throw new Error(`working directory does not exist: ${cfg.cwd}`);
-    const transport = new StdioClientTransport({
-      command: cfg.command,
-      args: cfg.args,
-      cwd: cfg.cwd,
-      // Never the worker's whole environment: it holds the host's own secrets.
-      env: { ...getDefaultEnvironment(), ...cfg.env },
-      stderr: 'pipe',
-      maxBufferSize: maxBytes,
-    });
+    const transport = new StdioClientTransport({ ...stdioParams(cfg), maxBufferSize: maxBytes });
     if (transport.stderr) splitLines(transport.stderr as Readable, onStderrLine);
     return new GuardedStdio(transport, maxBytes);
   }
   const url = new URL(cfg.url);
-  const requestInit: RequestInit = { headers: { ...cfg.headers } };
   // The transport's `onerror` is the session's by the time a response is read.
-  const fetch = limitedFetch(authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined), maxBytes, (fault) => transport.onerror?.(fault));
-  const opts = { requestInit, fetch };
+  const opts = httpOptions(cfg, authFetch, (fault) => transport.onerror?.(fault));
   const transport: Transport =
     kind === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, { ...opts, ...(sessionId ? { sessionId } : {}) });
   return transport;
@@ -99,6 +86,27 @@ class GuardedStdio implements Transport {
   }
 }
 
+/** How a stdio server is spawned, whichever SDK spawns it. */
+export function stdioParams(cfg: StdioServerConfig) {
+  return {
+    command: cfg.command,
+    args: cfg.args,
+    cwd: checkedCwd(cfg.cwd),
+    // Never the worker's whole environment: it holds the host's own secrets.
+    env: { ...getDefaultEnvironment(), ...cfg.env },
+    stderr: 'pipe' as const,
+  };
+}
+
+/**
+ * The headers and fetch of an HTTP server's requests, whichever SDK sends them: responses are read
+ * within `maxMessageBytes` (transport-limits.ts), a breach reported to `onFault` as well as failing the read.
+ */
+export function httpOptions(cfg: HttpServerConfig, authFetch?: FetchLike, onFault: (fault: TransportFault) => void = () => undefined): { requestInit: RequestInit; fetch: FetchLike } {
+  const fetch = authFetch ?? (cfg.forwardUserToken ? forwardingFetch() : undefined);
+  return { requestInit: { headers: { ...cfg.headers } }, fetch: limitedFetch(fetch, maxMessageBytesOf(cfg), onFault) };
+}
+
 /** The child's pid once a stdio transport has started. */
 export function pidOf(transport: Transport): number | undefined {
   return transport instanceof GuardedStdio ? (transport.inner.pid ?? undefined) : undefined;
@@ -137,7 +145,8 @@ export async function openHttpWithFallback<C>(
   }
 }
 
-function splitLines(stream: Readable, onLine: (line: string) => void): void {
+/** A child's stream handed on line by line, long lines cut (a chatty server cannot flood the log). */
+export function splitLines(stream: Readable, onLine: (line: string) => void): void {
   let buffered = '';
   const emit = (line: string): void => {
     const cut = line.length > MAX_STDERR_LINE ? `${line.slice(0, MAX_STDERR_LINE)}...` : line;
@@ -159,6 +168,15 @@ function splitLines(stream: Readable, onLine: (line: string) => void): void {
     if (buffered) emit(buffered);
     buffered = '';
   });
+}
+
+/**
+ * A stdio server's working directory, checked first: spawn reports a missing cwd as
+ * "spawn <command> ENOENT", which sends people looking for the wrong thing.
+ */
+function checkedCwd(dir: string): string {
+  if (!isDirectory(dir)) throw new Error(`working directory does not exist: ${dir}`);
+  return dir;
 }
 
 function isDirectory(dir: string): boolean {
