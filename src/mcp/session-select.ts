@@ -49,7 +49,11 @@ export const openSessionFor: OpenSession = (target, hooks) => {
   // A stdio server is discovered only when pinned: the SDK probes on a second child process, which at a
   // worker's start doubles its spawns (measured: the chaos suite's payments server then missed its 2 s
   // connect deadline). Under `auto` a stdio server is spoken to in 2025-11-25, as before.
-  if (protocol === '2025-11-25' || target.kind === 'sse' || (protocol === undefined && target.kind === 'stdio')) return openV1Session(target, hooks);
+  // An OAuth-protected server likewise: its probe would run an authorization of its own beside the
+  // connection's (the official suite's auth/scope-retry-limit counted 4 attempts where 3 are allowed).
+  if (protocol === '2025-11-25' || target.kind === 'sse' || (protocol === undefined && (target.kind === 'stdio' || target.authFetch !== undefined))) {
+    return openV1Session(target, hooks);
+  }
   if (protocol === '2026-07-28') return openV2Session(target, hooks);
   return openAutoSession(target, hooks);
 };
