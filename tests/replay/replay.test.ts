@@ -4,6 +4,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
+import { quietLogger } from '../helpers/quiet-logger';
 
 /**
  * Every committed history must replay against today's workflow code: a failure here means a
@@ -62,11 +63,3 @@ describe('negative control: an altered workflow must fail to replay', () => {
   });
 });
 
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};

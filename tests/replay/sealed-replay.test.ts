@@ -7,6 +7,7 @@ import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from 
 import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { dataConverterFor } from '../../src/security/data-converter';
 import type { PayloadKey } from '../../src/security/payload-codec';
+import { quietLogger } from '../helpers/quiet-logger';
 
 /**
  * Histories whose payloads were sealed (tests/histories/sealed, captured with the test key beside
@@ -61,11 +62,3 @@ test.each(clearFiles)('clear history %s replays with the codec configured', asyn
   await replay(path.join(HISTORIES, file), [newKey, ...oldKeys]);
 });
 
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};

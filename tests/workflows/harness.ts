@@ -19,6 +19,7 @@ import type { Catalog, CatalogTool } from '../../src/shared/tool-types';
 import type { LlmResponse, TurnEvent, TurnInput, TurnOptions, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import { connectClient, startTemporal } from '../helpers/system';
+import { quietLogger } from '../helpers/quiet-logger';
 import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
 
 export interface WorkflowEnv {
@@ -30,7 +31,6 @@ export interface WorkflowEnv {
   stop(): Promise<void>;
 }
 
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /** One dev server (its own port and SQLite file) and one workflow bundle, built side by side. */
 export async function startWorkflowEnv(): Promise<WorkflowEnv> {
