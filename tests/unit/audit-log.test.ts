@@ -130,7 +130,8 @@ describe('AuditLog.append', () => {
     });
     expect(entry.argsDigest).toBe(argsDigest(args));
     expect(entry.detail).toBe(`charging card for ${redactionToken('bob@family.example')}`);
-    const text = readFileSync(file, 'utf8');
+    // Without the entry's hex digests, which hold any three digits (such as the CVV's) once in a while.
+    const text = readFileSync(file, 'utf8').replace(/"(hash|prevHash|argsDigest)":"[0-9a-f]{64}"/g, '');
     for (const secret of ['4111111111111111', '737', 'bob@family.example']) expect(text).not.toContain(secret);
   });
 
