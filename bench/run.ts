@@ -14,7 +14,9 @@
  *   5. scale-out: 1, 2 and 3 workers and 1 and 2 API processes on PostgreSQL, turns/s as ratios to one
  *      of each, and what a turn costs the shared parts (bench/sections/scale.ts). It runs last.
  *   7. the payload codec: a turn's payloads through no codec, encryption, the claim check and both,
- *      against the floor of the turn's shape, and a 1 MiB payload (bench/sections/codec.ts), before the throughput levels.
+ *      against the floor of the turn's shape, and a 1 MiB payload (bench/sections/codec.ts), before the throughput levels;
+ *   8. session protocols at the floor: the turn's no-op shape through today's session protocol and the
+ *      candidate designs of issue 23, no project code (bench/sections/protocols.ts, bench/floor/protocols.ts).
  *
  * It prints tables and writes `.data/bench/latest.json`. Targets are reported, never enforced.
  * Not a test: nothing here fails on a figure; it exits non-zero only when a turn goes wrong.
@@ -45,6 +47,7 @@ import { throughputSection } from './sections/throughput';
 import { scaleSection } from './sections/scale';
 import { renderSessionHop, sessionHopSection } from './sections/session-hop';
 import { codecSection, renderCodec } from './sections/codec';
+import { protocolsSection, renderProtocols } from './sections/protocols';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
 // ------------------------------------------------------------------------------------ cleanup
@@ -117,7 +120,7 @@ async function main(): Promise<void> {
   const user: UserContext = { id: admin.sub, role: admin.role, tenant: admin.tenant, scopes: [...admin.scopes] };
   const inProcessNotes = path.join(sys.dir, 'notes-in-process.json');
   let paths: Paths | undefined;
-  if (want('latency') || want('throughput') || want('session-hop') || want('codec')) {
+  if (want('latency') || want('throughput') || want('session-hop') || want('protocols') || want('codec')) {
     const hub = new McpServerHub(stdioConfig(ROOT, inProcessNotes, EVERYTHING_SERVER, NOTES_SERVER));
     cleanups.push(() => hub.close());
     const deps: InProcessDeps = {
@@ -149,6 +152,7 @@ async function main(): Promise<void> {
     log(`streaming: done in ${(streamingMs / 1000).toFixed(0)} s`);
   }
   const sessionHop = want('session-hop') && paths ? await sessionHopSection(sys, pids, paths, opts, resetNotes) : undefined;
+  const protocols = want('protocols') && paths ? await protocolsSection(sys.client, pids, paths, opts) : undefined;
   const codec = want('codec') && paths ? await codecSection(sys, paths, opts) : undefined;
   // The throughput budget predates the streaming section: its time is not counted against it.
   const throughput = want('throughput') && paths ? await throughputSection(pids, paths, opts, resetNotes, started + streamingMs) : { rows: [], skipped: [] };
@@ -182,7 +186,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : [])].join('\n\n');
+  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(protocols ? [renderProtocols(protocols)] : []), ...(codec ? [renderCodec(codec)] : [])].join('\n\n');
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -203,6 +207,7 @@ async function main(): Promise<void> {
         pooling,
         streaming: streaming ?? null,
         sessionHop: sessionHop ?? null,
+        protocols: protocols ?? null,
         codec: codec ?? null,
         scale: scale ?? null,
         targets,

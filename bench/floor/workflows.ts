@@ -21,3 +21,5 @@ export async function floorTurn(shape: FloorShape): Promise<void> {
   for (let i = 0; i < shape.local; i++) await local.noop();
   for (let i = 0; i < shape.regular; i++) await regular.noop();
 }
+
+export { floorChainTurn, floorLedger, floorSession, floorSessionTurn } from './protocols';
