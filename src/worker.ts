@@ -29,6 +29,7 @@ import { sampleForCaller } from './mcp/sampling';
 import { McpServerHub } from './mcp/pool';
 import { configSecrets } from './security/secrets';
 import { createWorkerMetrics, serveMetrics } from './metrics';
+import { recordMcpOperationsWith } from './telemetry/mcp-spans';
 import { ResilientHub } from './mcp/resilience';
 import { unsealToken } from './security/seal';
 import { createArgumentValidator } from './validation/json-schema';
@@ -183,6 +184,7 @@ async function main(): Promise<void> {
     prices: () => host.prices,
     circuits: () => Object.keys(mcpConfig.current().mcpServers).map((server) => ({ server, state: hub.breaker.state(server) })),
   });
+  recordMcpOperationsWith((labels, seconds) => metrics.observer.mcpOperation(labels, seconds));
   const sdkMetrics = sdkMetricsPort
     ? async () => await (await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`, { signal: AbortSignal.timeout(2_000) })).text()
     : undefined;

@@ -16,7 +16,6 @@ import type { ContextPiece } from '../core/host-loop';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
-import { inClientSpan } from '../telemetry/tracing';
 import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome } from '../shared/tool-types';
 import { toLlmTools } from '../core/host-loop';
 import type { ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmToolSpec, SamplingAllowance } from '../shared/turn';
@@ -236,15 +235,14 @@ export function createActivities(deps: ActivityDeps) {
             elicitation,
             sampling,
           };
-          // One span per MCP request, its context in `_meta` (traceparent) for the server's own traces.
-          const outcome = await inClientSpan(`tools/call ${input.server}/${input.tool}`, { 'mcp.server': input.server, 'mcp.tool': input.tool, 'mcp.method': 'tools/call' }, (traceMeta) => withCaller(caller, () => deps.hub.callTool({
+          // The pool sends the request in its own span (src/telemetry/mcp-spans.ts), its context in `_meta`.
+          const outcome = await withCaller(caller, () => deps.hub.callTool({
             server: input.server,
             tool: input.tool,
             arguments: input.arguments,
             meta: {
               [IDEMPOTENCY_KEY_META_KEY]: input.idempotencyKey,
               [TRACE_META_KEY]: input.turnId,
-              ...traceMeta,
               ...(input.user ? userMeta(input.user, input.turnId) : {}),
             },
             signal: AbortSignal.any([ctx.cancellationSignal, elicitation.signal]),
@@ -267,7 +265,7 @@ export function createActivities(deps: ActivityDeps) {
               // Watching clients see it at once (`tool_progress`); the heartbeat keeps the activity alive.
               if (input.toolCallId) deps.live?.progress(input.turnId, input.toolCallId, p);
             },
-          })));
+          }));
           // The server went on after we answered `cancel`: its result is not the user's answer.
           if (elicitation.asked) throw inputRequired(elicitation.asked);
           if (auditBase) {

@@ -2,7 +2,8 @@
  * Context a turn asks for, through the pool: resources read (and subscribed to, so a cache of them
  * hears when they change) and prompts, rendered as text for the LLM.
  */
-import { inClientSpan } from '../telemetry/tracing';
+import { inMcpSpan } from '../telemetry/mcp-spans';
+import { mcpOperation } from './operation';
 import type { Connections } from './connections';
 import { RefusedError, type Connection, type Slot } from './pool-state';
 import { McpPermanentError, describeCause, safeReason } from './failures';
@@ -24,15 +25,13 @@ const metaParam = (meta: Record<string, unknown> | undefined, trace: Record<stri
   meta || Object.keys(trace).length ? { _meta: { ...meta, ...trace } } : {};
 
 export async function readResource(ctx: ResourceContext, slot: Slot, uri: string, opts: ContextRequestOptions): Promise<string> {
-  const server = slot.cfg.name;
   const timeout = slot.cfg.timeouts.callMs;
   return await permanentOnRefusal(
     slot,
     ctx.connections.withConnection(slot, opts.signal, timeout, async (conn) => {
       // A span per request sent (below the resilient hub's cache: a cached read sends none), its
       // context in `_meta` (traceparent) for the server's own traces, as for tools/call.
-      const attributes = { 'mcp.server': server, 'mcp.method': 'resources/read', 'mcp.resource.uri': uri };
-      const result = await inClientSpan(`resources/read ${server}`, attributes, (trace) =>
+      const result = await inMcpSpan(mcpOperation(slot, conn, { method: 'resources/read', resourceUri: uri }), (trace) =>
         conn.session.readResource({ uri, ...metaParam(opts.meta, trace) }, { ...(opts.signal ? { signal: opts.signal } : {}), timeout }),
       );
       subscribe(ctx, slot, conn, uri);
@@ -48,13 +47,11 @@ export async function getPrompt(
   args: Record<string, string> | undefined,
   opts: ContextRequestOptions,
 ): Promise<string> {
-  const server = slot.cfg.name;
   const timeout = slot.cfg.timeouts.callMs;
   return await permanentOnRefusal(
     slot,
     ctx.connections.withConnection(slot, opts.signal, timeout, async (conn) => {
-      const attributes = { 'mcp.server': server, 'mcp.method': 'prompts/get', 'mcp.prompt': name };
-      const result = await inClientSpan(`prompts/get ${server}/${name}`, attributes, (trace) =>
+      const result = await inMcpSpan(mcpOperation(slot, conn, { method: 'prompts/get', prompt: name }), (trace) =>
         conn.session.getPrompt(
           { name, ...(args ? { arguments: args } : {}), ...metaParam(opts.meta, trace) },
           { ...(opts.signal ? { signal: opts.signal } : {}), timeout },

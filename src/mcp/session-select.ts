@@ -140,6 +140,7 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
     connect,
     pid: () => session?.pid(),
     sessionId: () => session?.sessionId(),
+    protocolVersion: () => session?.protocolVersion?.(),
     serverCapabilities: () => session?.serverCapabilities(),
     speaksTasks: () => session?.speaksTasks() ?? false,
     callTool: (params, options) => proving(() => current().callTool(params, options)),

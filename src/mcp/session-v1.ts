@@ -32,6 +32,11 @@ export function openV1Session(target: SessionTarget, hooks: SessionHooks): McpSe
   const { cfg, kind } = target;
   const transport: Transport = createTransport(cfg, kind, (line) => hooks.onStderrLine(line), target.authFetch);
   const client = new Client(target.clientInfo, { capabilities: target.capabilities });
+  // The SDK hands the negotiated revision to a transport that takes it (Streamable HTTP keeps it for its
+  // header); stdio's does not, so it is kept here.
+  let negotiated: string | undefined;
+  const versioned = transport as Transport & { setProtocolVersion?(version: string): void; readonly protocolVersion?: string };
+  if (!versioned.setProtocolVersion) versioned.setProtocolVersion = (version) => void (negotiated = version);
 
   // Set before connect: the SDK chains its own handlers after these.
   transport.onerror = (error: Error) => hooks.onTransportError(error);
@@ -58,6 +63,7 @@ export function openV1Session(target: SessionTarget, hooks: SessionHooks): McpSe
     },
     pid: () => pidOf(transport),
     sessionId: () => sessionIdOf(transport),
+    protocolVersion: () => versioned.protocolVersion ?? negotiated,
     serverCapabilities: () => client.getServerCapabilities(),
     speaksTasks: () => true,
 

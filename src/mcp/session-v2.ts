@@ -149,6 +149,7 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
     pid: () => (transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined),
     // 2026-07-28 has no sessions.
     sessionId: () => undefined,
+    protocolVersion: () => MODERN_REVISION,
     serverCapabilities: () => client.getServerCapabilities() as ServerCapabilities | undefined,
     speaksTasks: () => false,
 

@@ -113,6 +113,8 @@ export interface McpSession extends TaskReader {
   pid(): number | undefined;
   /** The Streamable HTTP session id, if the connection has one. */
   sessionId(): string | undefined;
+  /** The MCP revision the connection speaks, once connected (for traces and metrics). */
+  protocolVersion?(): string | undefined;
   /** What the server declared in the handshake. */
   serverCapabilities(): ServerCapabilities | undefined;
   /** Whether MCP tasks are spoken on this connection (`callToolAsTask` and the task readers mean something). */

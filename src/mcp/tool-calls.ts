@@ -15,6 +15,8 @@ import type { ToolCallOptions, ToolCallParams } from './session';
 import { listTools } from './server-listing';
 import type { CallToolRequest, ToolTaskRef } from './types';
 import { callerContext, type CallerContext } from './user-token';
+import { inMcpSpan, TOOL_ERROR } from '../telemetry/mcp-spans';
+import { mcpOperation } from './operation';
 
 /** How long a server keeps a tool call's task (and its result) for us: long enough to outlive a worker restart. */
 const TASK_TTL_MS = 60 * 60_000;
@@ -85,6 +87,15 @@ async function completeUrlElicitations(
 }
 
 async function requestToolCall(ctx: ToolCallContext, slot: Slot, conn: Connection, req: CallToolRequest, timeout: number): Promise<unknown> {
+  // One span per request sent, its trace context in `_meta` (traceparent) for the server's own traces.
+  return await inMcpSpan(
+    mcpOperation(slot, conn, { method: 'tools/call', tool: req.tool }),
+    (traceMeta) => sendToolCall(ctx, slot, conn, { ...req, meta: { ...req.meta, ...traceMeta } }, timeout),
+    (result) => ((result as { isError?: unknown } | undefined)?.isError === true ? TOOL_ERROR : undefined),
+  );
+}
+
+async function sendToolCall(ctx: ToolCallContext, slot: Slot, conn: Connection, req: CallToolRequest, timeout: number): Promise<unknown> {
   if (req.resumeTask) {
     const resumed = await resumeTask(ctx, slot, conn, req.resumeTask, req.signal, timeout);
     if (resumed !== undefined) return resumed;

@@ -8,6 +8,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LlmErrorClass } from '../llm/errors';
+import type { McpOperationLabels } from '../telemetry/mcp-spans';
 
 export type LlmOutcome = 'ok' | 'retryable_error' | 'rejected' | 'cancelled';
 export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'permanent_error' | 'cancelled';
@@ -46,6 +47,8 @@ export interface WorkerObserver {
   llmTokens(usage: { promptTokens: number; completionTokens: number; cachedTokens?: number }, purpose?: 'turn' | 'summary', model?: ModelLabels): void;
   /** `errorClass` for every outcome but ok and cancelled. */
   toolCall(server: string, tool: string, outcome: ToolOutcomeLabel, seconds: number, errorClass?: ToolErrorClass): void;
+  /** One MCP request sent by the pool (`mcp.client.operation.duration`, src/telemetry/mcp-spans.ts). */
+  mcpOperation(labels: McpOperationLabels, seconds: number): void;
   /** A turn ended (from the turn workflow's sink, on the worker that ran its last task). */
   turnFinished(outcome: 'completed' | 'failed' | 'cancelled', seconds: number, historyEvents: number): void;
   /** A tool call began waiting for a person's approval (turn workflow's sink); it ends by `deadline` at the latest. */
@@ -74,6 +77,13 @@ export function createWorkerMetrics(opts: {
     'MCP tool calls (one per activity attempt), by server, tool and outcome.',
     ['server', 'tool', 'outcome'],
     [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60],
+  );
+  // The MCP semantic conventions' `mcp.client.operation.duration`, with their bucket boundaries.
+  const mcpOperations = histogram(
+    'mcp_client_operation_duration_seconds',
+    'MCP requests the worker sent, as the OpenTelemetry MCP conventions measure them: by method, server, tool or prompt, error type (empty when it succeeded), network transport and protocol revision.',
+    ['mcp_method_name', 'server', 'target', 'error_type', 'network_transport', 'mcp_protocol_version'],
+    [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
   );
   const turns = histogram(
     'dmh_turn_seconds',
@@ -116,6 +126,11 @@ export function createWorkerMetrics(opts: {
   return {
     registry,
     observer: {
+      mcpOperation: (l, seconds) =>
+        mcpOperations.observe(
+          { mcp_method_name: l.method, server: l.server, target: l.target, error_type: l.errorType, network_transport: l.transport, mcp_protocol_version: l.protocolVersion },
+          seconds,
+        ),
       llmCall: (outcome, seconds, errorClass, model) => {
         llm.observe({ outcome }, seconds);
         if (errorClass) llmErrors.inc({ class: errorClass });

@@ -5,13 +5,13 @@
  *   - incoming HTTP requests (the API's routes) and outgoing fetch calls (the LLM endpoint, MCP servers
  *     over HTTP) get spans, with `traceparent` sent on the outgoing ones;
  *   - log lines written inside a span carry its trace_id and span_id (./context.ts, in src/logger.ts).
- * Temporal's own spans (client calls, workflows, activities) come from
+ * MCP requests get spans of their own, named and described as the MCP semantic conventions say
+ * (./mcp-spans.ts). Temporal's own spans (client calls, workflows, activities) come from
  * @temporalio/interceptors-opentelemetry, wired in src/worker.ts and src/api/main.ts.
  *
  * Must run before http is loaded (instrumentations patch modules as they are required):
  * the entry points import ./register-*.ts first.
  */
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes } from '@opentelemetry/api';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
@@ -67,25 +67,4 @@ export function startTracing(role: 'api' | 'worker', env: NodeJS.ProcessEnv = pr
       await provider.shutdown().catch(() => undefined);
     },
   };
-}
-
-const tracer = () => trace.getTracer('durable-mcp-host');
-
-/**
- * Runs `fn` in a client span named `name`, handing it the W3C trace context of that span as `_meta`
- * fields (`traceparent`, and `tracestate` when there is one), as MCP 2026-07-28 carries it to servers.
- */
-export async function inClientSpan<T>(name: string, attributes: Attributes, fn: (meta: Record<string, string>) => Promise<T>): Promise<T> {
-  return await tracer().startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    const carrier: Record<string, string> = {};
-    propagation.inject(context.active(), carrier);
-    try {
-      return await fn(carrier);
-    } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message.slice(0, 200) : 'failed' });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
 }

@@ -67,18 +67,20 @@ test('resources/read and prompts/get: a client span each under the caller, its t
   });
 
   const spans = exporter.getFinishedSpans().filter((s) => s.name !== 'RunActivity:gatherContext');
-  expect(spans.map((s) => s.name).sort()).toEqual(['prompts/get ctx/greet', 'resources/read ctx']);
+  // Named as the MCP conventions say: the method and the prompt (or tool); a resource's URI stays an attribute.
+  expect(spans.map((s) => s.name).sort()).toEqual(['prompts/get greet', 'resources/read']);
   expect(received.map((r) => r.method)).toEqual(['resources/read', 'prompts/get']);
   for (const s of spans) {
     expect(s.kind).toBe(SpanKind.CLIENT);
     expect(s.spanContext().traceId).toBe(parent.traceId);
     expect(s.parentSpanId).toBe(parent.spanId);
-    const method = s.attributes['mcp.method'];
+    const method = s.attributes['mcp.method.name'];
     const got = received.find((r) => r.method === method);
     // The server sees this span as its parent, and the caller's fields are still there.
     expect(got?.meta?.['traceparent']).toBe(`00-${parent.traceId}-${s.spanContext().spanId}-01`);
     expect(got?.meta?.['dmh/user']).toEqual(user['dmh/user']);
   }
-  expect(spans.find((s) => s.name === 'resources/read ctx')?.attributes).toMatchObject({ 'mcp.server': 'ctx', 'mcp.resource.uri': 'ctx://notes' });
-  expect(spans.find((s) => s.name === 'prompts/get ctx/greet')?.attributes).toMatchObject({ 'mcp.server': 'ctx', 'mcp.prompt': 'greet' });
+  const transport = { 'dmh.mcp.server': 'ctx', 'network.transport': 'tcp', 'server.address': '127.0.0.1', 'mcp.protocol.version': '2025-11-25' };
+  expect(spans.find((s) => s.name === 'resources/read')?.attributes).toMatchObject({ ...transport, 'mcp.method.name': 'resources/read', 'mcp.resource.uri': 'ctx://notes' });
+  expect(spans.find((s) => s.name === 'prompts/get greet')?.attributes).toMatchObject({ ...transport, 'mcp.method.name': 'prompts/get', 'gen_ai.prompt.name': 'greet' });
 });

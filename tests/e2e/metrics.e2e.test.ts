@@ -62,6 +62,9 @@ test('after one turn with a tool call, the worker and the API report it', async 
   }, 10_000);
   expect(sample(worker, 'dmh_tool_call_seconds_count', { server: 'everything', tool: 'echo', outcome: 'ok' })).toBe(1);
   expect(sample(worker, 'dmh_llm_call_seconds_count', { outcome: 'ok' })).toBe(2);
+  // The MCP request itself, as the OpenTelemetry MCP conventions' mcp.client.operation.duration.
+  const request = { mcp_method_name: 'tools/call', server: 'everything', target: 'echo', error_type: '', network_transport: 'pipe', mcp_protocol_version: '2025-11-25' };
+  expect(sample(worker, 'mcp_client_operation_duration_seconds_count', request)).toBe(1);
   expect(sample(worker, 'dmh_mcp_circuit_state', { server: 'everything' })).toBe(0);
   // The turn's end, from the workflow's sink: its outcome, duration and history length.
   expect(sample(worker, 'dmh_turn_seconds_count', { outcome: 'completed' })).toBe(1);

@@ -100,7 +100,16 @@ test('one turn, two tool calls: one trace from the API request down to each MCP 
     const found = inTrace().filter((s) => s.name.startsWith('tools/call '));
     return found.length === 2 && inTrace().some((s) => s.name === 'RunWorkflow:turnWorkflow') ? found : undefined;
   }, 20_000, 200);
-  expect(mcpSpans.map((s) => s.name).sort()).toEqual(['tools/call everything/echo', 'tools/call notes/add_note']);
+  // Named and described as the OpenTelemetry MCP conventions say (src/telemetry/mcp-spans.ts).
+  expect(mcpSpans.map((s) => s.name).sort()).toEqual(['tools/call add_note', 'tools/call echo']);
+  expect(mcpSpans.map((s) => attr(s, 'dmh.mcp.server')).sort()).toEqual(['everything', 'notes']);
+  for (const s of mcpSpans) {
+    expect(attr(s, 'mcp.method.name')).toBe('tools/call');
+    expect(attr(s, 'gen_ai.operation.name')).toBe('execute_tool');
+    expect(attr(s, 'gen_ai.tool.name')).toBe(s.name.slice('tools/call '.length));
+    expect(attr(s, 'network.transport')).toBe('pipe');
+    expect(attr(s, 'mcp.protocol.version')).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+  }
 
   const byId = new Map(inTrace().map((s) => [s.spanId, s]));
   const ancestors = (s: Span): Span[] => {
