@@ -16,12 +16,10 @@ import * as path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import * as lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
-import { hostAllowed, readJsonBody, sendJsonRpcError } from './http-util';
+import { hostAllowed, readJsonBody, sendJsonRpcError, streamableHttpHandler, type ServerSession } from './http-util';
 
 function log(message: string): void {
   process.stderr.write(`notes-server[${process.pid}]: ${message}\n`);
@@ -269,50 +267,11 @@ function parseArgs(argv: readonly string[]): Options {
   return { mode, port, dataFile: path.resolve(dataFile) };
 }
 
-interface Session {
-  server: McpServer;
-  transport: StreamableHTTPServerTransport | SSEServerTransport;
-}
-
 async function serveHttp(opts: Options, store: NotesStore): Promise<() => Promise<void>> {
-  const sessions = new Map<string, Session>();
+  const sessions = new Map<string, ServerSession>();
   let port = opts.port;
 
-  const handleStreamable = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    const header = req.headers['mcp-session-id'];
-    const sessionId = typeof header === 'string' ? header : undefined;
-    const existing = sessionId ? sessions.get(sessionId)?.transport : undefined;
-    const transport = existing instanceof StreamableHTTPServerTransport ? existing : undefined;
-
-    if (req.method === 'POST') {
-      const body = await readJsonBody(req).catch((error: Error) => error);
-      if (body instanceof Error) return sendJsonRpcError(res, 400, -32700, body.message);
-      if (sessionId) {
-        // 404 is what tells a client its session is gone and it must initialize a new one.
-        if (!transport) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-        return await transport.handleRequest(req, res, body);
-      }
-      if (!isInitializeRequest(body)) return sendJsonRpcError(res, 400, -32000, 'Bad Request: no valid session ID');
-      const server = createNotesServer(store);
-      const fresh: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, { server, transport: fresh });
-        },
-      });
-      fresh.onclose = () => {
-        if (fresh.sessionId) sessions.delete(fresh.sessionId);
-      };
-      await server.connect(fresh);
-      return await fresh.handleRequest(req, res, body);
-    }
-    if (req.method === 'GET' || req.method === 'DELETE') {
-      if (!sessionId) return sendJsonRpcError(res, 400, -32000, 'Bad Request: no valid session ID');
-      if (!transport) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-      return await transport.handleRequest(req, res);
-    }
-    res.writeHead(405, { allow: 'GET, POST, DELETE' }).end();
-  };
+  const handleStreamable = streamableHttpHandler(sessions, () => createNotesServer(store));
 
   const handleLegacySse = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
     if (url.pathname === '/sse' || url.pathname === '/mcp') {

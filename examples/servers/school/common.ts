@@ -12,15 +12,12 @@
  * (how other machines reach it: `payments:4020` in the compose stack).
  * Logs go to stderr: in stdio mode stdout belongs to the protocol.
  */
-import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { ShapeOutput, ZodRawShapeCompat } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  isInitializeRequest,
   type CallToolResult,
   type ReadResourceResult,
   type ServerNotification,
@@ -29,7 +26,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../../src/shared/meta';
 import { resolveDataFile, SchoolStore, type SchoolData, type StoredToolResult } from './store';
-import { hostAllowed, readJsonBody, sendJsonRpcError } from '../http-util';
+import { hostAllowed, sendJsonRpcError, streamableHttpHandler, type ServerSession } from '../http-util';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -360,50 +357,12 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return { mode, port, host, allowedHosts, dataFile: resolveDataFile(data, env) };
 }
 
-interface Session {
-  server: McpServer;
-  transport: StreamableHTTPServerTransport;
-}
-
 /** Streamable HTTP with stateful sessions: one McpServer per session, all on the same store. */
 async function serveHttp(opts: ServerOptions, rt: Runtime, create: () => McpServer, urlVariable: string): Promise<() => Promise<void>> {
-  const sessions = new Map<string, Session>();
+  const sessions = new Map<string, ServerSession>();
   let port = opts.port;
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    const header = req.headers['mcp-session-id'];
-    const sessionId = typeof header === 'string' ? header : undefined;
-    const transport = sessionId ? sessions.get(sessionId)?.transport : undefined;
-
-    if (req.method === 'POST') {
-      const body = await readJsonBody(req).catch((error: Error) => error);
-      if (body instanceof Error) return sendJsonRpcError(res, 400, -32700, body.message);
-      if (sessionId) {
-        // 404 is what tells a client its session is gone and it must initialize a new one.
-        if (!transport) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-        return await transport.handleRequest(req, res, body);
-      }
-      if (!isInitializeRequest(body)) return sendJsonRpcError(res, 400, -32000, 'Bad Request: no valid session ID');
-      const server = create();
-      const fresh: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, { server, transport: fresh });
-        },
-      });
-      fresh.onclose = () => {
-        if (fresh.sessionId) sessions.delete(fresh.sessionId);
-      };
-      await server.connect(fresh);
-      return await fresh.handleRequest(req, res, body);
-    }
-    if (req.method === 'GET' || req.method === 'DELETE') {
-      if (!sessionId) return sendJsonRpcError(res, 400, -32000, 'Bad Request: no valid session ID');
-      if (!transport) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-      return await transport.handleRequest(req, res);
-    }
-    res.writeHead(405, { allow: 'GET, POST, DELETE' }).end();
-  };
+  const handle = streamableHttpHandler(sessions, create);
 
   const httpServer = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
