@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app';
+import { memoryRateLimiters } from '../../src/api/rate-limits';
 import type { TurnGateway } from '../../src/api/gateway';
 import type { Policy } from '../../src/shared/policy';
 import type { Catalog } from '../../src/shared/tool-types';
@@ -62,8 +63,12 @@ const gateway = {
 } as unknown as TurnGateway;
 
 const apps: FastifyInstance[] = [];
-async function start(suggestions?: string[]): Promise<FastifyInstance> {
-  const app = await buildApp({ gateway, auth: fakeAuth, policy: () => policy, maxMessageChars: 100, ssePollMs: 5, logger: false, ...(suggestions ? { suggestions } : {}) });
+async function start(suggestions?: string[], userPerMinute = 100): Promise<FastifyInstance> {
+  const app = await buildApp({
+    gateway, auth: fakeAuth, policy: () => policy, maxMessageChars: 100, ssePollMs: 5, logger: false,
+    limiters: memoryRateLimiters({ userPerMinute, tenantPerMinute: 100 }),
+    ...(suggestions ? { suggestions } : {}),
+  });
   apps.push(app);
   return app;
 }
@@ -99,6 +104,13 @@ test('POST /v1/servers/:server/reconnect lists the servers again whatever the ca
   expect(unknown.statusCode).toBe(404);
   expect(unknown.json().error.code).toBe('not_found');
   expect((await app.inject({ method: 'POST', url: '/v1/servers/flaky/reconnect' })).statusCode).toBe(401);
+
+  // Each reconnect starts a workflow: the caller's message rate limit applies.
+  const limited = await start(undefined, 1);
+  expect((await limited.inject({ method: 'POST', url: '/v1/servers/flaky/reconnect', headers: ALICE })).statusCode).toBe(200);
+  const refused = await limited.inject({ method: 'POST', url: '/v1/servers/flaky/reconnect', headers: ALICE });
+  expect(refused.statusCode).toBe(429);
+  expect(refused.json().error.code).toBe('rate_limited');
 });
 
 test("GET /v1/turns/:turnId/mcp rebuilds the turn's MCP messages in order, arguments redacted as in the audit log; only readers of the turn see them", async () => {

@@ -19,8 +19,8 @@ export const catalogRoutes: FastifyPluginAsync<{ service: TurnService; suggestio
     return { suggestions };
   });
 
-  // Starts a catalog workflow whatever the cache: limited like messages (the caller's rate limit).
-  app.post('/v1/servers/:server/reconnect', { schema: routeSchemas.reconnectServer, preHandler: async (request) => service.admit(callerOf(request)) }, async (request) => {
+  // Starts a catalog workflow whatever the cache: counted against the caller's message rate limits (not the token budget).
+  app.post('/v1/servers/:server/reconnect', { schema: routeSchemas.reconnectServer, preHandler: async (request) => service.withinRate(callerOf(request)) }, async (request) => {
     const { server } = parseRequest(ServerParams, request.params, 'path');
     return await service.reconnect(server);
   });
