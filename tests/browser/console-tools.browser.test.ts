@@ -115,7 +115,7 @@ test('the tools page: grouped by server, badges from the policy and annotations,
   await schema.locator('summary').click();
   await expect(schema.locator('pre').isVisible()).resolves.toBe(true);
   await expect(schema.locator('pre').textContent()).resolves.toContain('"text"');
-  await shot(page, 'tools');
+  await shot(page, 'tools-badges');
 
   // Search: every word must match the name, title, description or server.
   await page.fill('#tool-search', 'note list');
