@@ -3,14 +3,19 @@
 // caller's sessions, live text, tool-call cards, inline approvals and questions, answers as Markdown,
 // each turn's trace and a link to it in the Temporal UI), approvals inbox, servers, tools (with a form
 // to run one through a turn). One module per job: lib.js, chat.js, turn.js, question.js,
-// schema-form.js, markdown.js, pages.js.
+// schema-form.js, markdown.js, pages.js, tools.js.
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { Chat, useChat } from './chat.js';
 import { claimsOf, html, useApi } from './lib.js';
-import { Approvals, Servers, Tools } from './pages.js';
+import { Approvals, Servers } from './pages.js';
+import { Tools } from './tools.js';
 
+// Also read by the API docs' script (src/api/openapi-doc/console-token.ts): keep the two the same.
 const TOKEN_KEY = 'dmh.token';
+
+/** The API docs in a window of their own that inherits this tab's sessionStorage: signed in with our token. */
+const openDocs = () => window.open('/docs', '_blank');
 
 function SignIn({ onToken, reason }) {
   const [text, setText] = useState('');
@@ -64,7 +69,7 @@ function App() {
       <h1>Durable MCP host</h1>
       <nav>
         ${Object.entries(tabs).map(([key, label]) => html`<button id=${`tab-${key}`} class=${tab === key ? 'active' : ''} onClick=${() => setTab(key)}>${label}</button>`)}
-        <a href="/docs" target="_blank" rel="noreferrer"><button>API docs</button></a>
+        <button id="open-docs" onClick=${openDocs}>API docs</button>
       </nav>
       <span class="who">${who.sub ?? '?'} (${who.role ?? '?'}, ${who.tenant_id ?? '?'})</span>
       <button class="plain" onClick=${() => signOut()}>Sign out</button>

@@ -169,11 +169,24 @@ function Sessions({ api, chat }) {
   </aside>`;
 }
 
+/** What the model answers (GET /v1/suggestions: the demo model's examples, none for a real model), offered in an empty chat. */
+function Suggestions({ api, onPick }) {
+  const [suggestions, setSuggestions] = useState([]);
+  useEffect(() => {
+    api('GET', '/v1/suggestions').then((d) => setSuggestions(d.suggestions), () => setSuggestions([]));
+  }, [api]);
+  if (suggestions.length === 0) return null;
+  return html`<div class="suggestions">
+    <p class="muted">The model understands these; click one to send it:</p>
+    ${suggestions.map((s) => html`<button class="plain suggestion" onClick=${() => onPick(s)}>${s}</button>`)}
+  </div>`;
+}
+
 export function Chat({ api, config, chat }) {
   const [text, setText] = useState('');
   const [error, setError] = useState(null);
-  const send = async () => {
-    const message = text.trim();
+  const send = async (picked) => {
+    const message = (picked ?? text).trim();
     if (!message) return;
     setError(null);
     try {
@@ -183,17 +196,19 @@ export function Chat({ api, config, chat }) {
       setError(e.message);
     }
   };
+  const entries = entriesOf(chat.transcript, chat.turns);
   return html`<div class="chat-layout">
     <${Sessions} api=${api} chat=${chat} />
     <main>
       <div class="row muted">Session <code id="session">${chat.session}</code></div>
-      ${entriesOf(chat.transcript, chat.turns).map((e) =>
+      ${entries.length === 0 && html`<${Suggestions} api=${api} onPick=${send} />`}
+      ${entries.map((e) =>
         e.turn ? html`<${Turn} key=${e.key} turn=${e.turn} api=${api} config=${config} />` : html`<${Message} key=${e.key} m=${e.message} />`,
       )}
       ${error && html`<p class="error">${error}</p>`}
       <div class="card row">
         <input id="message" placeholder="Ask something…" value=${text} onInput=${(e) => setText(e.currentTarget.value)} onKeyDown=${(e) => e.key === 'Enter' && send()} />
-        <button class="primary" id="send" onClick=${send}>Send</button>
+        <button class="primary" id="send" onClick=${() => send()}>Send</button>
       </div>
     </main>
   </div>`;

@@ -1,9 +1,6 @@
-// The pages beside the chat: the approvals inbox, the MCP servers, the tools (each with a form that
-// runs it through a turn of the chat's session).
-import { useState } from 'preact/hooks';
+// The pages beside the chat: the approvals inbox and the MCP servers (the tools page: tools.js).
+import { Reconnect } from './debug.js';
 import { html, timeOf, usePolled } from './lib.js';
-import { useSchemaForm } from './question.js';
-import { SchemaFields } from './schema-form.js';
 
 export function Approvals({ api }) {
   const { data, error, reload } = usePolled(api, '/v1/approvals', 2000);
@@ -23,7 +20,7 @@ export function Approvals({ api }) {
 }
 
 export function Servers({ api }) {
-  const { data, error } = usePolled(api, '/v1/servers', 5000);
+  const { data, error, reload } = usePolled(api, '/v1/servers', 5000);
   return html`<main>
     <h2>MCP servers</h2>
     ${error && html`<p class="error">${error}</p>`}
@@ -36,6 +33,7 @@ export function Servers({ api }) {
             <td class=${`state-${s.state}`}>
               ${s.state}${s.error ? html`<div class="muted">${s.error}</div>` : ''}
               ${s.authorizationUrl && html`<div><a href=${s.authorizationUrl} target="_blank" rel="noopener noreferrer">Authorize the host's listing</a></div>`}
+              ${s.state === 'unavailable' && html`<${Reconnect} api=${api} server=${s.server} onDone=${reload} />`}
             </td>
             <td>${s.toolCount}</td>
             <td>${s.circuit ? `${s.circuit.state} (${s.circuit.consecutiveFailures} failures)` : '—'}</td>
@@ -43,44 +41,5 @@ export function Servers({ api }) {
         )}
       </tbody>
     </table>
-  </main>`;
-}
-
-/** Runs the tool through a turn of the chat's session (policy, approval and audit apply), then shows the chat. */
-function TryTool({ tool, chat, onStarted }) {
-  const form = useSchemaForm(tool.inputSchema, { json: true });
-  const [error, setError] = useState(null);
-  const run = async () => {
-    const args = form.submit();
-    if (!args) return;
-    setError(null);
-    try {
-      await chat.start('tool-calls', { server: tool.server, tool: tool.tool, arguments: args }, `Run ${tool.server}/${tool.tool} ${JSON.stringify(args)}`);
-      onStarted();
-    } catch (e) {
-      setError(e.message);
-    }
-  };
-  return html`<form class="try" data-try=${tool.name} noValidate onSubmit=${(e) => (e.preventDefault(), run())}>
-    <${SchemaFields} fields=${form.fields} values=${form.values} set=${form.set} problems=${form.problems} />
-    ${form.fields.length === 0 && html`<p class="muted">No arguments.</p>`}
-    ${error && html`<p class="error">${error}</p>`}
-    <button class="primary" type="submit">Run in session ${chat.session}</button>
-  </form>`;
-}
-
-export function Tools({ api, chat, showChat }) {
-  const { data, error } = usePolled(api, '/v1/tools', 30000);
-  return html`<main>
-    <h2>Tools your model is offered</h2>
-    <p class="muted">"Run" calls the tool through a turn of the chat's session, without the model: the policy, approvals and the audit log apply as for a call the model makes.</p>
-    ${error && html`<p class="error">${error}</p>`}
-    ${data?.tools.map(
-      (t) => html`<details class="card catalog-tool" data-tool=${t.name}>
-        <summary><strong>${t.name}</strong> <span class="muted">${t.description ?? ''}</span></summary>
-        <${TryTool} tool=${t} chat=${chat} onStarted=${showChat} />
-        <details><summary class="muted">input schema</summary><pre>${JSON.stringify(t.inputSchema, null, 2)}</pre></details>
-      </details>`,
-    )}
   </main>`;
 }

@@ -1,6 +1,7 @@
 // One turn in the chat: its SSE stream followed into state, and its card (the message, live text,
 // tool cards, approvals, questions, the answer as Markdown, the trace, cancel, the Temporal UI link).
 import { useEffect, useState } from 'preact/hooks';
+import { McpMessages } from './debug.js';
 import { countdown, html, timeOf, useNow } from './lib.js';
 import { Markdown, ResultView } from './markdown.js';
 import { Question } from './question.js';
@@ -213,6 +214,7 @@ export function Turn({ turn, api, config }) {
     <div class="msg assistant"><div class="role">assistant</div><${Markdown} className="answer" text=${turn.text ?? turn.live ?? ''} /></div>
     ${turn.error && html`<div class="error">${turn.error}</div>`}
     <${Trace} turn=${turn} link=${link} />
+    <${McpMessages} api=${api} turnId=${turn.turnId} />
     <div class="row muted">
       <span class="status">${turn.running ? 'running…' : turn.status}</span>
       ${turn.running && html`<button class="plain" onClick=${() => api('POST', `/v1/turns/${turn.turnId}/cancel`).catch((e) => alert(e.message))}>Cancel</button>`}

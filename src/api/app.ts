@@ -73,6 +73,8 @@ export interface AppDeps {
   ws?: { pingIntervalMs?: number; staleAfterMs?: number };
   /** Browser origins allowed to call the API from other origins (CORS); none: same origin only. */
   corsOrigins?: readonly string[];
+  /** Messages the model in use answers, for clients to offer (GET /v1/suggestions): the demo model's rules' examples; none for a real model. */
+  suggestions?: readonly string[];
   /** The web console at /console/ (see routes/console.ts); absent: not served. */
   console?: ConsoleOptions;
   /** Bearer token of GET /metrics (Prometheus); absent: no metrics endpoint. */
@@ -220,7 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // GET /ws: the same turns over a WebSocket, through the same service and the same follower.
   await app.register(webSocketRoutes, { service, gateway: deps.gateway, ...live, pollMs: deps.ssePollMs, ...deps.ws, maxMessageChars: deps.maxMessageChars });
-  await app.register(catalogRoutes, { service });
+  await app.register(catalogRoutes, { service, ...(deps.suggestions ? { suggestions: deps.suggestions } : {}) });
   if (deps.mcp) {
     await app.register(mcpRoutes, {
       ...deps.mcp,

@@ -16,3 +16,4 @@ export * from './schemas/sessions';
 export * from './schemas/usage';
 export * from './schemas/catalog-health';
 export * from './schemas/websocket';
+export * from './schemas/console-support';

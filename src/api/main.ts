@@ -23,6 +23,7 @@ import { memoryRateLimiters, postgresRateLimiters } from './rate-limits';
 import { oauthStoreFor } from '../security/oauth-store-pg';
 import { memoryWorkerReports, postgresWorkerReports } from '../health/reports';
 import { fileUsageLedger, postgresUsageLedger } from '../usage/ledger';
+import { demoSuggestions, loadRulesFile } from '../demo-model/rules-file';
 
 /** Local mode: one-hour tokens for the demo users, signed with the dev secret `npm start` created. */
 function demoTokens(secret: string, audience: { issuer: string; audience: string }) {
@@ -97,6 +98,7 @@ async function main(): Promise<void> {
     limiters,
     logger,
     maxMessageChars: env.MAX_MESSAGE_CHARS,
+    ...(env.SUGGESTIONS_RULES ? { suggestions: demoSuggestions(loadRulesFile(env.SUGGESTIONS_RULES)) } : {}),
     ssePollMs: env.SSE_POLL_MS,
     corsOrigins: env.CORS_ORIGINS,
     ...(env.METRICS_TOKEN ? { metricsToken: env.METRICS_TOKEN } : {}),

@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { consoleTokenScript } from './openapi-doc/console-token';
 import { errorBody, errors } from './openapi-doc/parts';
 import { needsUserToken } from './route-access';
 
@@ -104,7 +105,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 
   // Public, like /healthz: the auth hook covers /v1/ and /ws only.
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // The same document, browsable (Swagger UI); "Authorize" takes a bearer token for "Try it out".
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
+  // The same document, browsable (Swagger UI); "Authorize" takes a bearer token for "Try it out", and
+  // opened from the console it is signed in with the console's token (openapi-doc/console-token.ts).
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+    theme: { js: [{ filename: 'console-token.js', content: consoleTokenScript(BEARER_SCHEME) }] },
+  });
 }
 

@@ -7,37 +7,11 @@
  * and tests parse it, so every log line goes to stderr. A bad rules file exits with code 2 and names
  * the offending field; other startup failures (port taken) exit with 1.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { DemoRulesError, parseDemoRules, type ResolvedDemoRules } from '../demo-model/rules';
+import type { ResolvedDemoRules } from '../demo-model/rules';
+import { loadRulesFile, UsageError } from '../demo-model/rules-file';
 import { startDemoModel } from '../demo-model/server';
-
-export class UsageError extends Error {}
-
-/** Reads and validates a rules file; every failure message names the file (and field, if any). */
-export function loadRulesFile(file: string): ResolvedDemoRules {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read rules file ${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`rules file ${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  try {
-    return parseDemoRules(json);
-  } catch (err) {
-    if (err instanceof DemoRulesError) {
-      throw new UsageError(`rules file ${file} is invalid:\n  ${err.issues.join('\n  ')}`);
-    }
-    throw err;
-  }
-}
 
 function parseCli(argv: string[]): { rules: string; port: number; host: string; apiKey?: string; chunkDelayMs: number } {
   const { values } = parseArgs({

@@ -268,12 +268,13 @@ async function main(): Promise<void> {
     // stops here with a clear line instead of in the first turn; LLM_PROBE=off skips it.
     if (env.LLM_BASE_URL) env.LLM_PROBE ??= 'on';
     if (wantsDemoModel(env)) {
+      const rules = env.DEMO_MODEL_RULES ?? path.join(root, 'examples/demo-model/rules.json');
       const { proc, match } = await spawnManaged(
         'demo-model',
         process.execPath,
         [
           path.join(dist, 'src/cli/demo-model.js'),
-          '--rules', env.DEMO_MODEL_RULES ?? path.join(root, 'examples/demo-model/rules.json'),
+          '--rules', rules,
           '--port', String(envPort('DEMO_MODEL_PORT', 4010)),
         ],
         { env, readyLine: /^DEMO_MODEL_URL=(\S+)/, onLine: prefixed('demo-model') },
@@ -281,6 +282,8 @@ async function main(): Promise<void> {
       watch(proc);
       env.LLM_BASE_URL = match?.[1];
       env.LLM_MODEL = 'demo-model';
+      // The console offers what the demo model answers (GET /v1/suggestions).
+      env.SUGGESTIONS_RULES = rules;
       modelNote = `LLM: the scripted DEMO model at ${env.LLM_BASE_URL} (not a real LLM; set LLM_BASE_URL to use one)`;
     }
 

@@ -111,6 +111,11 @@ const EnvSchema = z.object({
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Where the console links a turn: the Temporal web UI (npm start sets it to the dev server's UI). */
   TEMPORAL_UI_URL: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL such as http://127.0.0.1:8233' }).optional(),
+  /**
+   * API: a demo model rules file; GET /v1/suggestions offers its scripts' examples (npm start sets it
+   * when it runs the demo model). Unset: no suggestions (a real model's sentences are not known).
+   */
+  SUGGESTIONS_RULES: z.string().min(1).optional(),
   /** `on` (npm start's local mode only): the console offers one-click sign-in as the demo users. */
   CONSOLE_DEMO_USERS: z.enum(['on', 'off']).default('off'),
   /** Browser origins allowed to call the API (CORS), comma-separated; unset: same origin only. */

@@ -12,6 +12,7 @@
  *         "name": "notes",                          // unique; named in errors
  *         "match": "(?i)remember that (.+)",        // JS regex, tested against the LAST user message
  *         "flags": "s",                             // optional extra flags (i, m, s, u)
+ *         "example": "remember that milk is out",   // optional: offered as a suggestion; must match
  *         "steps": [                                // one step per model turn within the user turn
  *           { "toolCalls": [ { "name": "notes__add_note", "arguments": { "text": "{{match.1}}" } } ] },
  *           { "text": "Saved: {{result.0}}" }
@@ -185,12 +186,18 @@ const ScriptSchema = z
     systemNotMatch: z.string().min(1).optional(),
     /** Answer with this text (templates allowed, `{{error}}` = the first failed result) once a tool fails. */
     onToolError: z.string().min(1).optional(),
+    /** A message this script answers, offered to users as a suggestion (suggestions.ts); must match `match`. */
+    example: z.string().min(1).max(200).optional(),
     steps: z.array(StepSchema).min(1),
   })
   .superRefine((script, ctx) => {
     let groups = Infinity;
     try {
-      groups = captureGroupCount(compilePattern(script.match, script.flags));
+      const pattern = compilePattern(script.match, script.flags);
+      groups = captureGroupCount(pattern);
+      if (script.example !== undefined && !pattern.test(script.example)) {
+        ctx.addIssue({ code: 'custom', path: ['example'], message: `"${script.example}" does not match the script's own match` });
+      }
     } catch (err) {
       ctx.addIssue({
         code: 'custom',

@@ -76,6 +76,9 @@ test('one JSON stream from every process; a clean start and a clean Ctrl-C, leav
   const secret = readFileSync(path.join(dir, 'data', 'dev-jwt-secret'), 'utf8').trim();
   const admin = DEMO_USERS.admin;
   const headers = bearer(await mintDevToken({ secret, sub: admin.sub, role: admin.role, tenant: admin.tenant, scopes: [...admin.scopes] }));
+  // With the demo model, the console's empty chat offers what it answers (its rules' examples).
+  const suggested = (await (await fetch(`${apiUrl}/v1/suggestions`, { headers })).json()) as { suggestions: string[] };
+  expect(suggested.suggestions).toEqual(expect.arrayContaining(['hello', "Process payment for student Bob's invoice"]));
   const post = await postMessage(apiUrl, 'up', "Process payment for student Bob's invoice", headers);
   expect(post.status).toBe(202);
   const events = await readSse(`${apiUrl}${post.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });

@@ -17,7 +17,8 @@ import { createTemporalGateway, ensureSearchAttributes, type TurnReads } from '.
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
 import { HostConfigSchema, turnSettingsFrom } from '../../src/config';
 import { DEMO_USERS } from '../../src/config/local-mode';
-import type { DemoRules } from '../../src/demo-model/rules';
+import { type DemoRules, parseDemoRules } from '../../src/demo-model/rules';
+import { demoSuggestions } from '../../src/demo-model/rules-file';
 import { type DemoModelHandle, startDemoModel } from '../../src/demo-model/server';
 import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Policy } from '../../src/shared/policy';
@@ -282,6 +283,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       // The host as an MCP server at /mcp, as main.ts serves it.
       mcp: { stateKey: randomBytes(32).toString('hex'), authorizationServers: [MCP_TEST_ISSUER] },
       console: { namespace: 'default', temporalUiUrl: 'http://127.0.0.1:8233' },
+      // What the demo model answers, offered in an empty chat, as main.ts does with SUGGESTIONS_RULES.
+      suggestions: demoSuggestions(parseDemoRules(rules)),
       ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
       ...(opts.metricsToken ? { metricsToken: opts.metricsToken } : {}),
       ...(opts.tokenSealKey ? { oauthStore: new SealedFileOAuthStore(path.join(dir, 'oauth'), opts.tokenSealKey) } : {}),

@@ -10,7 +10,7 @@ import {
   type DemoAnswer,
   type DemoRules,
 } from '../../src/demo-model/rules';
-import { loadRulesFile } from '../../src/cli/demo-model';
+import { demoSuggestions, loadRulesFile } from '../../src/demo-model/rules-file';
 
 const rules = parseDemoRules({
   fallback: '(demo model) nothing scripted',
@@ -317,6 +317,19 @@ describe('demo model rules: the example rules file', () => {
     const suggestions = [...example.fallback.matchAll(/"([^"]+)"/g)].map((m) => (m[1] ?? '').replace(/<[^>]+>/g, 'x'));
     expect(suggestions.length).toBeGreaterThanOrEqual(5);
     for (const sentence of suggestions) expect(firstStep(sentence).script).not.toBeNull();
+  });
+
+  it("offers each script's example as a suggestion, and the example is answered by that very script", () => {
+    const offered = demoSuggestions(example);
+    expect(offered.length).toBeGreaterThanOrEqual(10);
+    expect(offered).toEqual(expect.arrayContaining(['hello', 'list notes', 'ask me for my details']));
+    for (const script of example.scripts.filter((s) => s.example !== undefined && s.systemMatch === undefined && s.systemNotMatch === undefined)) {
+      expect([script.example, firstStep(script.example ?? '').script]).toEqual([script.example, script.name]);
+    }
+  });
+
+  it('refuses an example its script does not match', () => {
+    expect(() => parseDemoRules({ scripts: [{ name: 'hi', match: '^hello', example: 'goodbye', steps: [{ text: 'hi' }] }] })).toThrow(/scripts\[0\]\.example: "goodbye" does not match/);
   });
 });
 

@@ -19,7 +19,6 @@ import {
   approveToolCallUpdate,
   authorizationCompletedSignal,
   provideInputUpdate,
-  CATALOG_WORKFLOW_TYPE,
   SESSION_WORKFLOW_TYPE,
   SessionIdKey,
   sessionStateQuery,
@@ -32,6 +31,7 @@ import {
 } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
 import type { SessionInput, SessionView, SubmitMessageInput, SubmitMessageResult, TurnEnd } from '../../shared/session';
+import { createCatalogReader } from './catalog';
 import { createListing, type SessionCursor, type SessionPage, type TurnSummary } from './listing';
 
 export type { SessionCursor, SessionPage, SessionSummary, TurnSummary } from './listing';
@@ -77,7 +77,11 @@ export interface TurnGateway {
    * is tried first, saving the describe round trip; closed or unknown turns take the full path.
    */
   getTurn(turnId: string, afterEventId?: number, opts?: { likelyRunning?: boolean }): Promise<TurnState | null>;
-  catalog(): Promise<Catalog>;
+  /**
+   * The tools and servers as a worker lists them, reused for `catalogCacheMs`. `fresh`: listed again
+   * now, whatever the cache (a worker connects a server that is down as it lists it).
+   */
+  catalog(opts?: { fresh?: boolean }): Promise<Catalog>;
   temporalHealth(): Promise<{ ok: boolean; error?: string }>;
   /** The tenant's running turns that wait for an approval (at most `limit`, newest first). */
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
@@ -117,13 +121,13 @@ export interface GatewayOptions {
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
   const { client } = opts;
-  let cached: { at: number; value: Promise<Catalog> } | undefined;
   const reads: TurnReads = { queries: 0, describes: 0, results: 0 };
   const queryTurn = (handle: ReturnType<Client['workflow']['getHandle']>, afterEventId?: number): Promise<TurnState> => {
     reads.queries++;
     return handle.query(turnStateQuery, afterEventId);
   };
   const listing = createListing(client, (handle) => queryTurn(handle));
+  const catalog = createCatalogReader(opts);
 
   async function finalState(turnId: string, status: string, owner?: { id: string; tenant: string }): Promise<TurnState> {
     const handle = client.workflow.getHandle(turnId);
@@ -348,28 +352,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
 
     ...listing,
 
-    async catalog() {
-      const now = Date.now();
-      if (cached && now - cached.at < opts.catalogCacheMs) return cached.value;
-      // One catalog workflow per cache window: concurrent callers share it (USE_EXISTING).
-      const bucket = Math.floor(now / Math.max(opts.catalogCacheMs, 1_000));
-      const value = withTimeout(
-        client.workflow.execute(CATALOG_WORKFLOW_TYPE, {
-          workflowId: `catalog-${bucket}`,
-          taskQueue: opts.taskQueue,
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowExecutionTimeout: '30 seconds',
-          staticSummary: 'Tool catalog and MCP server health for the API',
-        }) as Promise<Catalog>,
-        opts.catalogTimeoutMs ?? 5_000,
-        'no worker answered the catalog request',
-      );
-      cached = { at: now, value };
-      value.catch(() => {
-        if (cached?.value === value) cached = undefined;
-      });
-      return value;
-    },
+    ...catalog,
 
     async temporalHealth() {
       try {
@@ -380,20 +363,4 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
       }
     },
   };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(message)), ms);
-    p.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
 }

@@ -16,17 +16,21 @@ import {
   Health,
   InputBody,
   InputProvided,
+  McpMessages,
   Liveness,
   MessageAccepted,
   messageBody,
   MessageHeaders,
   OAuthCallbackQuery,
   Readiness,
+  ServerParams,
+  ServerReconnected,
   ServersList,
   SessionList,
   SessionMessages,
   SessionParams,
   SessionsQuery,
+  Suggestions,
   STREAM_OPENING_EVENT,
   ToolCallBody,
   TurnParams,
@@ -116,6 +120,20 @@ export const routeSchemas = {
     params: fromZod(TurnParams, 'input'),
     response: {
       200: { ...fromZod(TurnView), description: 'The turn.' },
+      ...errors([400, 401, 404, 414, 503]),
+    },
+  },
+  turnMcpMessages: {
+    operationId: 'turnMcpMessages',
+    summary: "A turn's MCP messages",
+    description:
+      "For debugging: the MCP messages of the turn's tool calls in JSON-RPC shape, rebuilt from the turn's record (the wire messages are not kept), redacted " +
+      "as in the audit log whoever reads: each `tools/call` sent and its result as the model saw it, each `elicitation/create` a server sent " +
+      'and the action the user answered with. A call refused before it reached its server (rejected or unanswered approval) is left out. Readable by whoever may read the turn.',
+    tags: ['turns'],
+    params: fromZod(TurnParams, 'input'),
+    response: {
+      200: { ...fromZod(McpMessages), description: 'The messages.' },
       ...errors([400, 401, 404, 414, 503]),
     },
   },
@@ -241,6 +259,32 @@ export const routeSchemas = {
     response: {
       200: { ...fromZod(ServersList), description: 'The servers.' },
       ...errors([401, 503]),
+    },
+  },
+  reconnectServer: {
+    operationId: 'reconnectServer',
+    summary: 'Reconnect an MCP server',
+    description:
+      "Has a worker list the MCP servers again now, whatever the catalog's cache: a server that is down is connected on the way (every such server, " +
+      "on the worker that answers; other workers reconnect on their next use). Answers the server's state afterwards: still `unavailable` (with the reason) " +
+      "if it cannot be reached. An open circuit breaker stays open until its `retryAt`. Counts against the caller's message rate limit.",
+    tags: ['catalog'],
+    params: fromZod(ServerParams, 'input'),
+    response: {
+      200: { ...fromZod(ServerReconnected), description: "The server's state after listing it again." },
+      ...errors([401, 404, 429, 503]),
+    },
+  },
+  listSuggestions: {
+    operationId: 'listSuggestions',
+    summary: 'Suggested messages',
+    description:
+      "Messages the model in use answers, for a client to offer when a conversation is empty. With the demo model (`npm start` without a model of your own) " +
+      "they are its rules' examples (each script's `example`, checked to match the script); with a real model the list is empty.",
+    tags: ['catalog'],
+    response: {
+      200: { ...fromZod(Suggestions), description: 'The suggestions (possibly none).' },
+      ...errors([401]),
     },
   },
   oauthCallback: {

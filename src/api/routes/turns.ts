@@ -11,6 +11,11 @@ export const turnRoutes: FastifyPluginAsync<{ service: TurnService }> = async (a
     return await service.view(callerOf(request), turnId);
   });
 
+  app.get('/v1/turns/:turnId/mcp', { schema: routeSchemas.turnMcpMessages }, async (request) => {
+    const { turnId } = parseRequest(TurnParams, request.params, 'path');
+    return await service.mcpMessages(callerOf(request), turnId);
+  });
+
   app.post('/v1/turns/:turnId/cancel', { schema: routeSchemas.cancelTurn }, async (request, reply) => {
     const { turnId } = parseRequest(TurnParams, request.params, 'path');
     await service.cancel(callerOf(request), turnId);

@@ -39,7 +39,9 @@ export const CatalogSchema = z.object({
           openWorldHint: z.boolean(),
         })
         .partial()
-        .optional(),
+        .optional()
+        .describe("The server's hints, as it declared them (not checked: a server may say read-only and not be)."),
+      needsApproval: z.boolean().describe("The policy's `approval.tools` names it: each of the caller's calls waits for a person's decision."),
     }),
   ),
   servers: z.array(ServerStatusSchema),

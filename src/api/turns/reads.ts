@@ -6,6 +6,7 @@ import { encodeSessionCursor, type SessionList, type SessionMessages, type TurnV
 import type { SessionCursor } from '../gateway';
 import { notFound } from '../errors';
 import { untilCaughtUp } from './catch-up';
+import { mcpMessages } from './mcp-messages';
 import type { TurnServiceOptions } from './options';
 import { unavailableOnError } from './unavailable';
 import { approvalTimeoutMs, decidable, ownedBy, readableBy, turnView } from './views';
@@ -30,6 +31,9 @@ export function createReads(opts: TurnServiceOptions) {
     /** The caller's turn with its events after `after`. */
     turn: (user: UserContext, turnId: string, read: { after?: number; likelyRunning?: boolean } = {}): Promise<TurnState> =>
       readTurn(opts, user, turnId, read),
+
+    /** The caller's turn's MCP messages (mcp-messages.ts), arguments redacted as in the audit log. */
+    mcpMessages: async (user: UserContext, turnId: string) => mcpMessages(await readTurn(opts, user, turnId), opts.redactArguments),
 
     /** The caller's sessions, newest first: at most `limit` after `cursor`, and where the next page starts. */
     sessions: (user: UserContext, limit: number, cursor?: SessionCursor) => unavailableOnError(() => gateway.listSessions(user, limit, cursor)),

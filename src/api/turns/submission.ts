@@ -71,6 +71,26 @@ export function createSubmission(opts: TurnServiceOptions) {
     return { turnId, position: outcome.position, created: outcome.created };
   };
 
+  const withinRate = async (user: UserContext): Promise<void> => {
+    for (const [scope, limiter, key] of [
+      ['user', perUser, `${user.tenant}/${user.id}`],
+      ['tenant', perTenant, user.tenant],
+    ] as const) {
+      try {
+        await limiter.consume(key);
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err;
+        const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+        throw new HttpError(
+          429,
+          'rate_limited',
+          `${SYSTEM_MESSAGES.RATE_LIMITED} (This ${scope} may send at most ${limiter.points} messages per minute; retry in ${seconds} s.)`,
+          seconds,
+        );
+      }
+    }
+  };
+
   return {
     /**
      * Counts one submission against the caller's budgets. Separate from submit() so the HTTP route can
@@ -78,24 +98,11 @@ export function createSubmission(opts: TurnServiceOptions) {
      */
     async admit(user: UserContext): Promise<void> {
       await withinBudget(opts, user);
-      for (const [scope, limiter, key] of [
-        ['user', perUser, `${user.tenant}/${user.id}`],
-        ['tenant', perTenant, user.tenant],
-      ] as const) {
-        try {
-          await limiter.consume(key);
-        } catch (err) {
-          if (!(err instanceof RateLimiterRes)) throw err;
-          const seconds = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-          throw new HttpError(
-            429,
-            'rate_limited',
-            `${SYSTEM_MESSAGES.RATE_LIMITED} (This ${scope} may send at most ${limiter.points} messages per minute; retry in ${seconds} s.)`,
-            seconds,
-          );
-        }
-      }
+      await withinRate(user);
     },
+
+    /** Counts a request that starts work for the caller (a fresh catalog listing) against the message rate limits only. */
+    withinRate,
 
     submit,
 
