@@ -46,6 +46,8 @@ export interface PendingAuthorization {
   codeVerifier: string;
   createdAt: number;
   code?: string;
+  /** The `iss` the authorization server sent back with the code (RFC 9207), checked before the exchange. */
+  iss?: string;
   /** The authorization server said no (`error` on the callback): shown to the user, never retried. */
   error?: string;
   /** Turns waiting for this authorization: the callback route tells each to try again. */

@@ -4,7 +4,7 @@
  * by fetch, consent page included; the API's callback route is the real one (on a bare Fastify). Covers
  * first use, consent, the code exchange on the next attempt, refresh (single-flight within a worker and
  * across two), revocation, a refused consent, an expired refresh token, a token for another resource,
- * and tokens kept apart per user.
+ * tokens kept apart per user, and a code sent back in another issuer's name (RFC 9207).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -69,14 +69,15 @@ async function authorizationNeeded(hub: McpServerHub, user: string): Promise<str
 }
 
 /** The user's browser: the consent page, the answer, then the redirect to the host's callback page. */
-async function consent(authorizationUrl: string, user: string, allow = true): Promise<{ status: number; page: string }> {
+async function consent(authorizationUrl: string, user: string, allow = true, iss?: string): Promise<{ status: number; page: string }> {
   const page = await (await fetch(authorizationUrl)).text();
   const request = /data-request="([^"]+)"/.exec(page)?.[1];
   expect(request).toBeDefined();
   const answer = await fetch(`${protectedServer.url}/consent?request=${request as string}&user=${user}&allow=${allow ? 1 : 0}`, { redirect: 'manual' });
   const location = answer.headers.get('location');
   expect(location?.startsWith(callbackUrl)).toBe(true);
-  const back = await fetch(location as string);
+  // A mix-up attack's redirect: the code arrives named as another authorization server's.
+  const back = await fetch(iss === undefined ? (location as string) : `${location as string}&iss=${encodeURIComponent(iss)}`);
   return { status: back.status, page: await back.text() };
 }
 
@@ -194,6 +195,19 @@ test('revocation or an expired refresh token sends the user back to authorize; a
   as.expireAccess();
   as.expireRefresh();
   await authorizationNeeded(hub, 'acme:alice');
+});
+
+test("a code sent back in another issuer's name (RFC 9207 `iss`) is not exchanged; the next authorization is clean", async () => {
+  const hub = newHub();
+  const url = await authorizationNeeded(hub, 'acme:dave');
+  expect((await consent(url, 'dave', true, 'https://elsewhere.test')).status).toBe(200);
+  const refused: unknown = await whoami(hub, 'acme:dave').catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(AuthorizationDeniedError);
+  expect(String((refused as Error).message)).toContain('came from issuer "https://elsewhere.test"');
+  const again = await authorizationNeeded(hub, 'acme:dave');
+  expect(again).not.toBe(url);
+  await consent(again, 'dave');
+  expect((await whoami(hub, 'acme:dave')).text).toBe('you are dave');
 });
 
 test('the callback refuses unknown states and names nothing secret', async () => {

@@ -6,8 +6,9 @@
  * MCP_CONFORMANCE_SCENARIO, extra data in MCP_CONFORMANCE_CONTEXT). Nothing here speaks MCP or OAuth
  * itself: it writes the server into a config of the shape users write, parses it with the host's
  * config loader, and drives the worker's own pool (McpServerHub) with its OAuth and elicitation
- * support: list the tools, call each one. Only the user's part is played here: the browser step of an
- * authorization (headless) and the answer to an elicitation (accept, leaving defaults to the SDK).
+ * support: list the tools, call each one. Only the user's and the model's parts are played here: the
+ * browser step of an authorization (headless), the answer to an elicitation (accept, leaving defaults
+ * to the SDK), and the arguments of each call (argumentsFor).
  */
 import { MemoryOAuthStore } from '../../src/mcp/oauth';
 import { parseMcpConfig } from '../../src/mcp/config';
@@ -18,6 +19,21 @@ import { headlessAuthorizer } from '../helpers/oauth';
 const REDIRECT_URL = 'http://localhost:3000/callback';
 /** Offered as the client id where the authorization server supports client ID metadata documents. */
 const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
+
+/**
+ * Room for a loaded machine: the runner gives the whole client process its own deadline (120 s in
+ * tests/conformance/client-runs.ts), so the host's connect deadline (10 s by default) is not what judges.
+ */
+const TIMEOUTS = { connectMs: 60_000, listMs: 60_000, callMs: 60_000 };
+
+/**
+ * The revision the runner asks for (0.2 sets MCP_CONFORMANCE_PROTOCOL_VERSION; 0.1.16 does not): a
+ * scenario of 2026-07-28 is a server the user knows speaks it, so its entry pins it, as a user's
+ * would. Anything else is left to `auto` (discovery, then 2025-11-25), the default users get.
+ */
+function protocolFor(version: string | undefined): { protocol?: string } {
+  return version === '2026-07-28' ? { protocol: version } : {};
+}
 
 type Context = { client_id?: string; client_secret?: string; private_key_pem?: string; signing_algorithm?: string };
 
@@ -40,6 +56,49 @@ function authFor(scenario: string, context: Context): Record<string, unknown> | 
   return undefined;
 }
 
+/**
+ * The arguments a model would choose where a scenario's tools ask for particular values in their
+ * descriptions (http-custom-headers: values a header can carry only in Base64, and a parameter left
+ * null, whose `Mcp-Param-*` header must then be omitted). Every other tool gets sampleArguments.
+ */
+const CHOSEN_ARGUMENTS: Record<string, Record<string, Record<string, unknown>>> = {
+  'http-custom-headers': {
+    test_custom_headers: {
+      region: 'us-west1',
+      priority: 5,
+      verbose: false,
+      debug: true,
+      empty_val: '',
+      method_val: 'GET',
+      float_val: 1.5,
+      non_ascii_val: 'café',
+      whitespace_val: ' padded ',
+      leading_space_val: ' leading',
+      trailing_space_val: 'trailing ',
+      internal_space_val: 'a b c',
+      control_char_val: 'bell\u0007',
+      crlf_val: 'line\r\nbreak',
+      query: 'test',
+    },
+    test_custom_headers_null: { region: 'us-west1', priority: 1, verbose: null, query: 'test' },
+  },
+};
+
+type CatalogTool = Awaited<ReturnType<McpServerHub['catalog']>>['tools'][number];
+
+/**
+ * What the model would send: the chosen arguments above; for json-schema-2020-12-preservation's echo
+ * tool, the schema of its other tool exactly as the catalog (what the model sees) has it; else a sample.
+ */
+function argumentsFor(scenario: string, tool: CatalogTool, tools: CatalogTool[]): Record<string, unknown> {
+  const chosen = CHOSEN_ARGUMENTS[scenario]?.[tool.tool];
+  if (chosen) return chosen;
+  if (scenario === 'json-schema-2020-12-preservation' && tool.tool === 'json_schema_echo') {
+    return { schema: tools.find((t) => t.tool === 'json_schema_2020_12_tool')?.inputSchema ?? {} };
+  }
+  return sampleArguments(tool.inputSchema as never);
+}
+
 /** Arguments that satisfy a tool's input schema well enough for a test server. */
 function sampleArguments(schema: { properties?: Record<string, { type?: string }> } | undefined): Record<string, unknown> {
   const args: Record<string, unknown> = {};
@@ -58,7 +117,7 @@ async function main(): Promise<void> {
   const context = JSON.parse(process.env['MCP_CONFORMANCE_CONTEXT'] ?? '{}') as Context;
   const auth = authFor(scenario, context);
   const config = parseMcpConfig(
-    { mcpServers: { conformance: { url, transport: 'streamable-http', ...(auth ? { auth } : {}) } } },
+    { mcpServers: { conformance: { url, transport: 'streamable-http', timeouts: TIMEOUTS, ...protocolFor(process.env['MCP_CONFORMANCE_PROTOCOL_VERSION']), ...(auth ? { auth } : {}) } } },
     process.env,
     process.cwd(),
     `conformance scenario ${scenario}`,
@@ -73,7 +132,7 @@ async function main(): Promise<void> {
     const failed = catalog.servers.find((s) => s.state !== 'connected');
     if (failed) throw new Error(`listing tools failed: ${failed.error ?? failed.state}`);
     for (const tool of catalog.tools) {
-      const outcome = await hub.callTool({ server: tool.server, tool: tool.tool, arguments: sampleArguments(tool.inputSchema as never) });
+      const outcome = await hub.callTool({ server: tool.server, tool: tool.tool, arguments: argumentsFor(scenario, tool, catalog.tools) });
       console.log(`${tool.tool}: ${outcome.isError ? 'error' : 'ok'}: ${outcome.text.slice(0, 200)}`);
     }
   } finally {

@@ -2,7 +2,7 @@ import type { Authorizer } from '../../src/mcp/oauth';
 
 /**
  * Plays the user's browser for authorization servers that consent on their own (test servers): opens
- * the authorization URL, does not follow the redirect, and reads the code from where it points.
+ * the authorization URL, does not follow the redirect, and reads the code (and `iss`) from where it points.
  */
 export const headlessAuthorizer: Authorizer = async (pending) => {
   const response = await fetch(pending.authorizationUrl, { redirect: 'manual' });
@@ -14,5 +14,6 @@ export const headlessAuthorizer: Authorizer = async (pending) => {
   if (error) throw new Error(`the authorization server refused: ${error}`);
   const code = back.searchParams.get('code');
   if (!code) throw new Error('the redirect carries no authorization code');
-  return code;
+  const iss = back.searchParams.get('iss');
+  return { code, ...(iss !== null ? { iss } : {}) };
 };

@@ -34,7 +34,7 @@ export const oauthCallbackRoutes: FastifyPluginAsync<OAuthCallbackOptions> = asy
   app.get(OAUTH_CALLBACK_PATH, { schema: routeSchemas.oauthCallback }, async (request, reply) => {
     const parsed = OAuthCallbackQuery.safeParse(request.query);
     if (!parsed.success) return page(reply, 400, 'Authorization failed', 'The link is incomplete: it names no authorization.');
-    const { state, code, error, error_description: description } = parsed.data;
+    const { state, code, error, error_description: description, iss } = parsed.data;
     const key = oauthKeys.pending(state);
     const answered = await store.withLock(key, async () => {
       const pending = await store.get<PendingAuthorization>(key);
@@ -42,7 +42,7 @@ export const oauthCallbackRoutes: FastifyPluginAsync<OAuthCallbackOptions> = asy
       const answer: PendingAuthorization = error
         ? { ...pending, error: `${error}${description ? `: ${description.slice(0, 200)}` : ''}` }
         : code
-          ? { ...pending, code }
+          ? { ...pending, code, ...(iss !== undefined ? { iss } : {}) }
           : { ...pending, error: 'the authorization server sent neither a code nor an error' };
       await store.set(key, answer);
       return answer;

@@ -10,6 +10,7 @@
  */
 import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { issuerRefusal } from './issuer';
 import { HostOAuthProvider } from './provider';
 import { oauthKeys, PENDING_AUTHORIZATION_MS, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
 
@@ -38,14 +39,21 @@ export class AuthorizationDeniedError extends Error {
   }
 }
 
+/** What the authorization server's redirect carried back: the code, and its `iss` when it sent one (RFC 9207). */
+export interface AuthorizationResponse {
+  code: string;
+  iss?: string;
+}
+
 /**
- * Gets the authorization code for a started authorization: from the callback route's record (the
- * worker), or by driving the browser step itself (headless test clients). `undefined`: not yet.
+ * Gets the authorization response for a started authorization: from the callback route's record
+ * (the worker), or by driving the browser step itself (headless test clients). `undefined`: not yet.
  */
-export type Authorizer = (pending: PendingAuthorization) => Promise<string | undefined>;
+export type Authorizer = (pending: PendingAuthorization) => Promise<AuthorizationResponse | undefined>;
 
 /** The worker's authorizer: the code the API's callback route stored, once the user came back. */
-export const callbackAuthorizer: Authorizer = (pending) => Promise.resolve(pending.code);
+export const callbackAuthorizer: Authorizer = (pending) =>
+  Promise.resolve(pending.code === undefined ? undefined : { code: pending.code, ...(pending.iss !== undefined ? { iss: pending.iss } : {}) });
 
 export interface OAuthFetchOptions {
   server: string;
@@ -87,6 +95,9 @@ export function withOAuth(opts: OAuthFetchOptions, base: FetchLike = fetch): Fet
       if (provider instanceof HostOAuthProvider && (await exchangePendingCode(provider, authorizer, authOptions))) return;
       // More scope needs a new grant: refreshing would only renew the old one.
       if (stepUp) await provider.invalidateCredentials?.('tokens');
+      // A token that worked is refused: the server may have moved to another authorization server
+      // (SEP-2352), so discover again; credentials bound to the old one are then not presented.
+      else if (usedToken) await provider.invalidateCredentials?.('discovery');
       const result = await auth(provider, authOptions);
       if (result === 'AUTHORIZED') return;
       if (!(provider instanceof HostOAuthProvider)) throw new AuthorizationDeniedError(opts.server, 'the server asked for a browser step');
@@ -124,8 +135,8 @@ async function exchangePendingCode(
     await provider.forgetPending(pending.state);
     throw new AuthorizationDeniedError(provider.server, pending.record.error);
   }
-  const code = await authorizer(pending.record);
-  if (code === undefined) {
+  const answer = await authorizer(pending.record);
+  if (answer === undefined) {
     if (Date.now() - pending.record.createdAt < PENDING_AUTHORIZATION_MS) {
       await provider.addWaitingTurn(pending.state, pending.record);
       throw new AuthorizationRequiredError(provider.server, pending.record.authorizationUrl);
@@ -133,8 +144,13 @@ async function exchangePendingCode(
     await provider.forgetPending(pending.state);
     return false;
   }
+  const refusal = issuerRefusal(answer.iss, (await provider.discoveryState())?.authorizationServerMetadata);
+  if (refusal) {
+    await provider.forgetPending(pending.state);
+    throw new AuthorizationDeniedError(provider.server, refusal);
+  }
   await provider.usePending(pending.state, pending.record);
-  const result = await auth(provider, { ...authOptions, authorizationCode: code });
+  const result = await auth(provider, { ...authOptions, authorizationCode: answer.code });
   return result === 'AUTHORIZED';
 }
 

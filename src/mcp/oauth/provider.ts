@@ -12,12 +12,26 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import type { McpAuthConfig } from '../config';
 import { oauthKeys, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
 import { callerContext } from '../user-token';
+import { metadataIssuerRefusal } from './issuer';
 
 /** The turn the current request is for, as a list for the pending authorization's record. */
 export const waitingTurn = (): string[] => {
   const turnId = callerContext.getStore()?.turnId;
   return turnId ? [turnId] : [];
 };
+
+/** OpenID Connect's client kinds, which MCP 2026-07-28 requires in a registration (SEP-837). */
+type ApplicationType = 'web' | 'native';
+
+/**
+ * The host is a web application (its API's callback receives the code), so `web`; but an
+ * authorization server may hold a `web` client to https redirects off the loopback (OpenID Connect
+ * Registration §2), so a host whose callback is on the loopback (a developer's machine) says `native`.
+ */
+export function applicationTypeOf(redirectUrl: string): ApplicationType {
+  const host = new URL(redirectUrl).hostname;
+  return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' ? 'native' : 'web';
+}
 
 type UserOAuthConfig = Extract<McpAuthConfig, { type: 'oauth' }>;
 
@@ -53,10 +67,11 @@ export class HostOAuthProvider implements OAuthClientProvider {
     return this.opts.auth.clientMetadataUrl;
   }
 
-  get clientMetadata(): OAuthClientMetadata {
+  get clientMetadata(): OAuthClientMetadata & { application_type: ApplicationType } {
     const { auth } = this.opts;
     return {
       client_name: this.opts.clientName,
+      application_type: applicationTypeOf(this.opts.redirectUrl),
       redirect_uris: [this.opts.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
@@ -156,6 +171,9 @@ export class HostOAuthProvider implements OAuthClientProvider {
   }
 
   async saveDiscoveryState(state: OAuthDiscoveryState): Promise<void> {
+    // Called by the SDK between discovery and registration: metadata refused here is never used.
+    const refusal = metadataIssuerRefusal(state);
+    if (refusal) throw new Error(`server "${this.opts.server}": ${refusal}`);
     await this.opts.store.set(oauthKeys.discovery(this.opts.server), state);
   }
 
