@@ -23,6 +23,10 @@ results=.data/test-results.json
 mkdir -p .data
 rm -f "$results"
 status=0
-npx jest --ci --json --outputFile="$results" "$@" || status=$?
+# TEST_CPU_HOG=1: jest runs while scripts/cpu-hog.mjs keeps every core busy (docs/RELIABILITY.md), so a
+# test that depends on timing rather than on conditions shows it.
+hog=()
+if [[ "${TEST_CPU_HOG:-}" == 1 ]]; then hog=(node scripts/cpu-hog.mjs --); fi
+${hog[@]+"${hog[@]}"} npx jest --ci --json --outputFile="$results" "$@" || status=$?
 node scripts/test-summary.mjs "$results" || status=1
 exit "$status"

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
-import { type ApprovalWaitEnd, type MetricsSinks, type SessionSinks, TenantIdKey, type TurnAccounting, type TurnEventSinks, type TurnOutcome, UserIdKey } from './workflows/definitions';
+import { type ApprovalWaitEnd, type MetricsSinks, SessionIdKey, type SessionSinks, TenantIdKey, type TurnAccounting, type TurnEventSinks, type TurnOutcome, UserIdKey } from './workflows/definitions';
 import type { PushedTurn, TurnEvent } from './shared/turn';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
@@ -38,7 +38,7 @@ import { FAILURE_CONVERTER_PATH, PREBUILT_BUNDLES, tracingWorkerOptions, workflo
 import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
-import { createSummaryUsageRecorder, sessionOwnerFrom } from './usage/summary-usage';
+import { createAttemptUsageRecorder, workflowOwnerFrom } from './usage/attempt-usage';
 import { createSessionLink, sessionSinks } from './session-link';
 import { Client } from '@temporalio/client';
 
@@ -163,12 +163,15 @@ async function main(): Promise<void> {
   const redaction = env.AUDIT_REDACTION ? await loadRedactionRules(env.AUDIT_REDACTION) : DEFAULT_REDACTION;
   if (env.AUDIT_STORE === 'postgres' && !pool) throw new ConfigError('environment: AUDIT_STORE: postgres needs POSTGRES_URL');
   const audit = new AuditLog(pool && env.AUDIT_STORE === 'postgres' ? await postgresAuditStore(pool) : env.AUDIT_LOG, { redaction });
-  // Each turn's tokens, once, for budgets and the admin usage route (src/usage), and in the audit trail.
+  // Tokens for budgets and the admin usage route (src/usage): each model call attempt's from its
+  // activity; at a turn's end, its servers' sampling tokens (its model calls' are recorded already),
+  // and all its tokens in the audit trail (docs/decisions/0029-usage-exact.md).
   const usage = pool ? await postgresUsageLedger(pool) : fileUsageLedger(env.USAGE_LOG);
   const accountTurn = async (turnId: string, outcome: TurnOutcome, a: TurnAccounting & { user: NonNullable<TurnAccounting['user']> }): Promise<void> => {
     const u = a.usage ?? { promptTokens: 0, completionTokens: 0, samplingTokens: 0 };
     try {
-      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: llm.model, ...u, at: new Date().toISOString() });
+      const sampling = { promptTokens: 0, completionTokens: 0, samplingTokens: u.samplingTokens };
+      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: llm.model, ...sampling, at: new Date().toISOString() });
       await audit.append({
         kind: 'turn_usage',
         actor: a.user,
@@ -288,11 +291,11 @@ async function main(): Promise<void> {
         maxToolResultChars: () => hostConfig.current().maxToolResultChars,
         live,
         metrics: metrics.observer,
-        // Sessions' summaries, against their owner (read from the session workflow's search attributes).
-        summaryUsage: createSummaryUsageRecorder({
+        // Each model call attempt's tokens (turns' steps, sessions' summaries), against the workflow's
+        // owner (read from its search attributes).
+        usage: createAttemptUsageRecorder({
           ledger: usage,
-          ownerOf: sessionOwnerFrom(client, { user: UserIdKey, tenant: TenantIdKey }),
-          model: llm.model,
+          ownerOf: workflowOwnerFrom(client, { user: UserIdKey, tenant: TenantIdKey, session: SessionIdKey }),
         }),
         // Turns the API starts beside their session join it and tell it their end through this client.
         sessions: sessionLink,

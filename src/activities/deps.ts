@@ -6,7 +6,7 @@ import type { Logger } from '../logger';
 import type { McpContextSource } from '../mcp/context-source';
 import type { McpHub } from '../mcp/types';
 import type { WorkerObserver } from '../metrics';
-import type { SummaryUsage } from '../usage/summary-usage';
+import type { AttemptUsageRecorder } from '../usage/attempt-usage';
 import type { SessionLink } from './session-link';
 
 export interface ArgumentCheck {
@@ -40,8 +40,8 @@ export interface ActivityDeps {
   unsealToken?: (sealed: string) => string | undefined;
   /** Call counts and latencies for the worker's /metrics. */
   metrics?: WorkerObserver;
-  /** Records a session summary's tokens in the usage ledger (src/usage/summary-usage.ts); absent: not recorded. */
-  summaryUsage?: (s: SummaryUsage) => Promise<void>;
+  /** Records each model call attempt's tokens in the usage ledger (src/usage/attempt-usage.ts); absent: not recorded. */
+  usage?: AttemptUsageRecorder;
   /** Session and turn workflows, for turns the API started beside their session; absent: such turns fail to join. */
   sessions?: SessionLink;
 }

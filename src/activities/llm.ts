@@ -3,6 +3,9 @@
  * (`summarizeConversation`), through the provider interface (src/llm/provider.ts), so any configured
  * provider answers with the same retry decisions (src/llm/errors.ts). The result says which provider
  * and model answered; it is the activity's result, so the turn's history records it.
+ *
+ * Every attempt's tokens are in the usage ledger before the attempt ends, answered or failed
+ * (./usage.ts); a step's result counts its earlier attempts' too, so a turn's usage is what it spent.
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { LlmClient } from '../llm/client';
@@ -10,10 +13,10 @@ import { classifyLlmError, type LlmErrorClass } from '../llm/errors';
 import type { LlmOutcome } from '../metrics';
 import { Failure } from '../shared/failures';
 import type { ChatMessage, LlmRequest, LlmResponse, LlmToolSpec } from '../shared/turn';
-import type { SummaryUsage } from '../usage/summary-usage';
 import type { ActivityDeps } from './deps';
 import { retryNotice } from './retry-notice';
 import { turnFields, type WithHeartbeats } from './shared';
+import { attemptUsage } from './usage';
 
 export interface SummarizeInput {
   sessionId: string;
@@ -22,7 +25,7 @@ export interface SummarizeInput {
   maxChars: number;
 }
 
-type LlmDeps = Pick<ActivityDeps, 'llm' | 'models' | 'live' | 'metrics' | 'logger' | 'secrets' | 'summaryUsage'>;
+type LlmDeps = Pick<ActivityDeps, 'llm' | 'models' | 'live' | 'metrics' | 'logger' | 'secrets' | 'usage'>;
 
 export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequest) => Promise<LlmToolSpec[]>; withHeartbeats: WithHeartbeats }) {
   const { withHeartbeats } = tools;
@@ -39,17 +42,7 @@ export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequ
     );
   }
 
-  /** A summary's tokens, in the metrics and the ledger; a ledger that fails costs the record, not the summary. */
-  async function recordSummaryUsage(sessionId: string, llm: LlmClient, usage: SummaryUsage['usage']): Promise<void> {
-    deps.metrics?.llmTokens(usage, 'summary', { provider: llm.provider, model: llm.model });
-    const { workflowExecution, activityId, attempt } = Context.current().info;
-    if (!deps.summaryUsage || !workflowExecution) return;
-    try {
-      await deps.summaryUsage({ sessionId, workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, activityId, attempt, usage });
-    } catch (err) {
-      deps.logger.error({ sessionId, err: err instanceof Error ? err.message : String(err) }, "recording the summary's token usage failed");
-    }
-  }
+  const usage = attemptUsage(deps);
 
   return {
     async callLlm(req: LlmRequest): Promise<LlmResponse> {
@@ -60,11 +53,14 @@ export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequ
       const observe = (outcome: LlmOutcome, errorClass?: LlmErrorClass) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000, errorClass, labels);
       return await withHeartbeats(async (beat) => {
         let lastBeat = 0;
+        // What the stream reported, kept for the ledger should the attempt fail after it.
+        let reported: LlmResponse['usage'];
         try {
           const attempt = ctx.info.attempt;
           const response = await llm.complete({ ...req, tools: await tools.specs(req) }, {
             signal: ctx.cancellationSignal,
             onChunk: (delta) => {
+              if (delta.usage) reported = delta.usage;
               // Live text for watching clients; a retried attempt announces itself with a reset.
               if (delta.text) deps.live?.delta(req.turnId, req.step, attempt, delta.text);
               const now = Date.now();
@@ -76,9 +72,10 @@ export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequ
           });
           deps.live?.end(req.turnId, req.step, attempt);
           observe('ok');
-          if (response.usage) deps.metrics?.llmTokens(response.usage, 'turn', labels);
-          return response;
+          // Recorded before the step ends; the result adds what the step's earlier attempts spent.
+          return await usage.answered('llm', llm, response, req.turnId);
         } catch (err) {
+          await usage.failed('llm', llm, reported, req.turnId);
           // A cancelled turn is not an LLM failure: report the cancellation as such.
           if (ctx.cancellationSignal.aborted) {
             observe('cancelled');
@@ -134,19 +131,23 @@ export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequ
         ],
       };
       const llm = deps.llm;
+      let reported: LlmResponse['usage'];
+      let response: LlmResponse;
       try {
-        const response = await withHeartbeats(() => llm.complete(request, { signal: ctx.cancellationSignal }));
-        // Spent whatever becomes of the answer: counted before it is checked.
-        if (response.usage) await recordSummaryUsage(input.sessionId, llm, response.usage);
-        const summary = (response.text ?? '').trim();
-        if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', Failure.LlmRequestRejected);
-        return { summary: summary.slice(0, input.maxChars) };
+        response = await withHeartbeats(() =>
+          llm.complete(request, { signal: ctx.cancellationSignal, onChunk: (delta) => void (delta.usage && (reported = delta.usage)) }),
+        );
       } catch (err) {
-        if (err instanceof ApplicationFailure) throw err;
+        await usage.failed('summary', llm, reported, input.sessionId);
         const failure = classifyLlmError(err, deps.secrets, llm.endpoint);
         if (!failure.retryable) throw ApplicationFailure.nonRetryable(failure.message, Failure.LlmRequestRejected);
         throw ApplicationFailure.create({ message: failure.message, type: Failure.LlmUnavailable });
       }
+      // Spent whatever becomes of the answer: counted before it is checked.
+      await usage.answered('summary', llm, response, input.sessionId, { withEarlier: false });
+      const summary = (response.text ?? '').trim();
+      if (!summary) throw ApplicationFailure.nonRetryable('the model returned an empty summary', Failure.LlmRequestRejected);
+      return { summary: summary.slice(0, input.maxChars) };
     },
   };
 }

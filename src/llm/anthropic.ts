@@ -71,7 +71,7 @@ export function createAnthropicClient(settings: LlmSettings): LlmClient {
           default:
             break;
         }
-        opts.onChunk?.({});
+        opts.onChunk?.(event.type === 'message_start' || event.type === 'message_delta' ? { usage: hostUsage(usage) } : {});
       }
       // An aborted stream may just end (the SDK stops reading): a partial answer is no answer.
       opts.signal?.throwIfAborted();
@@ -80,18 +80,22 @@ export function createAnthropicClient(settings: LlmSettings): LlmClient {
         text: text === '' && toolCalls.length > 0 ? null : text,
         toolCalls,
         finishReason: finishReason(stopReason),
-        // Anthropic counts cached input apart; the host's prompt tokens are all of them.
-        usage: {
-          promptTokens: usage.input + usage.cacheRead + usage.cacheWrite,
-          completionTokens: usage.output,
-          ...(usage.cacheRead ? { cachedTokens: usage.cacheRead } : {}),
-          ...(usage.cacheWrite ? { cacheWriteTokens: usage.cacheWrite } : {}),
-        },
+        usage: hostUsage(usage),
         provider: 'anthropic',
         model: settings.model,
       };
       return response;
     },
+  };
+}
+
+/** Anthropic counts cached input apart; the host's prompt tokens are all of them. */
+function hostUsage(u: { input: number; output: number; cacheRead: number; cacheWrite: number }): NonNullable<LlmResponse['usage']> {
+  return {
+    promptTokens: u.input + u.cacheRead + u.cacheWrite,
+    completionTokens: u.output,
+    ...(u.cacheRead ? { cachedTokens: u.cacheRead } : {}),
+    ...(u.cacheWrite ? { cacheWriteTokens: u.cacheWrite } : {}),
   };
 }
 

@@ -57,7 +57,7 @@ export function createGeminiClient(settings: LlmSettings): LlmClient {
           const cached = u.cachedContentTokenCount ?? 0;
           usage = { promptTokens: u.promptTokenCount ?? 0, completionTokens: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0), ...(cached ? { cachedTokens: cached } : {}) };
         }
-        opts.onChunk?.({});
+        opts.onChunk?.(u && usage ? { usage } : {});
       }
       // An aborted stream may just end (the SDK stops reading): a partial answer is no answer.
       opts.signal?.throwIfAborted();

@@ -43,6 +43,7 @@ export function createOpenAiClient(settings: LlmSettings & { baseUrl: string }):
         if (chunk.usage) {
           const cached = chunk.usage.prompt_tokens_details?.cached_tokens;
           usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, ...(cached ? { cachedTokens: cached } : {}) };
+          opts.onChunk?.({ usage });
         }
         const choice = chunk.choices[0];
         if (!choice) continue;

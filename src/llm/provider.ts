@@ -27,6 +27,11 @@ export interface LlmSettings {
 /** What a streamed chunk carried: text for watching clients; every chunk, text or not, is a sign of life. */
 export interface LlmDelta {
   text?: string;
+  /**
+   * The tokens the stream has reported so far, when this chunk reported them (Anthropic at the start
+   * and the end, OpenAI at the end, Gemini as it goes): a stream that breaks later has spent them.
+   */
+  usage?: NonNullable<LlmResponse['usage']>;
 }
 
 export interface CompleteOptions {

@@ -1,13 +1,14 @@
 /**
- * Token usage per turn, for budgets and the admin usage route: the worker records each turn once when
- * it ends (from the turn workflow's sink, never on replay), and each summarization of a session's
- * older messages (its activity, src/usage/summary-usage.ts); the API sums the records of a period by
- * user, session or tenant, and checks the day's total before it starts a turn.
+ * Token usage, for budgets and the admin usage route: each model call's attempt is recorded by its
+ * activity before the activity ends, answered or not (src/usage/attempt-usage.ts: a turn's LLM steps,
+ * a session's summaries); each turn once more when it ends, for its servers' sampling tokens (the turn
+ * workflow's sink, never on replay). The API sums the records of a period by user, session or tenant,
+ * and checks the day's total before it starts a turn (docs/decisions/0029-usage-exact.md).
  *
  * Two stores: a JSON Lines file (USAGE_LOG, the default: the API and the workers on one host, like the
  * audit file), read incrementally by the API; or the table dmh_usage in PostgreSQL (POSTGRES_URL, for
- * replicas and workers on several machines). A turn is recorded at most once by id in either (a worker
- * that crashed after recording and runs the turn's last task again changes nothing).
+ * replicas and workers on several machines). A record counts at most once by its key in either (a
+ * worker that crashed after recording and records again changes nothing).
  */
 import { appendFile, mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,10 +16,12 @@ import type { Pool } from 'pg';
 import { ensureSchema } from '../pg/transaction';
 
 export interface UsageRecord {
-  /** The record's key: the turn's id, or for a summarization the key of its activity attempt. */
+  /** The record's key: the turn's id, or for a model call the key of its activity attempt. */
   turnId: string;
   /** Absent in records written before summaries were counted: a turn. */
   kind?: UsageKind;
+  /** With kind `llm`: the turn the attempt belongs to (the report counts a turn once, whatever its records). */
+  turn?: string;
   sessionId: string;
   tenant: string;
   userId: string;
@@ -30,8 +33,13 @@ export interface UsageRecord {
   at: string;
 }
 
-/** A turn's model calls, or a session summarizing its older messages (no turn of its own). */
-export type UsageKind = 'turn' | 'summary';
+/**
+ * `turn`: a turn ended (its sampling tokens; before per-attempt records, all its tokens); `llm`: one
+ * attempt of a turn's model call; `summary`: one attempt of a session summarizing its older messages.
+ */
+export type UsageKind = 'turn' | 'llm' | 'summary';
+
+export const USAGE_KINDS: readonly UsageKind[] = ['turn', 'llm', 'summary'];
 
 export type UsageGroup = 'user' | 'session' | 'tenant';
 
@@ -59,7 +67,10 @@ export interface UsageQuery {
 }
 
 export interface UsageLedger {
+  /** Idempotent by key: a record already there stays as it is. */
   record(r: UsageRecord): Promise<void>;
+  /** The records of these keys that exist (e.g. a model call's earlier attempts). */
+  get(keys: readonly string[]): Promise<UsageRecord[]>;
   /** Sums per group and model over [from, to). */
   sum(q: UsageQuery): Promise<UsageRow[]>;
   close?(): Promise<void>;
@@ -68,8 +79,12 @@ export interface UsageLedger {
 export const totalTokens = (r: Pick<UsageRow, 'promptTokens' | 'completionTokens' | 'samplingTokens'>): number =>
   r.promptTokens + r.completionTokens + r.samplingTokens;
 
+/** The turn a record counts for, if any (a summary is not a turn). */
+const turnOf = (r: UsageRecord): string | undefined => (r.kind === 'summary' ? undefined : r.kind === 'llm' ? (r.turn ?? r.turnId) : r.turnId);
+
 function accumulate(records: Iterable<UsageRecord>, q: UsageQuery): UsageRow[] {
   const rows = new Map<string, UsageRow>();
+  const turns = new Map<string, Set<string>>();
   const from = q.from.getTime();
   const to = q.to.getTime();
   for (const r of records) {
@@ -90,7 +105,13 @@ function accumulate(records: Iterable<UsageRecord>, q: UsageQuery): UsageRow[] {
       samplingTokens: 0,
     };
     if (r.kind === 'summary') row.summaries += 1;
-    else row.turns += 1;
+    const turn = turnOf(r);
+    const seen = turns.get(key) ?? new Set<string>();
+    if (turn !== undefined && !seen.has(turn)) {
+      seen.add(turn);
+      row.turns += 1;
+    }
+    turns.set(key, seen);
     row.promptTokens += r.promptTokens;
     row.completionTokens += r.completionTokens;
     row.samplingTokens += r.samplingTokens;
@@ -107,7 +128,8 @@ function parseRecord(line: string): UsageRecord | undefined {
     const n = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
     if (typeof r.turnId !== 'string' || typeof r.tenant !== 'string' || typeof r.userId !== 'string' || typeof r.at !== 'string') return undefined;
     if (!n(r.promptTokens) || !n(r.completionTokens) || !n(r.samplingTokens)) return undefined;
-    if (r.kind !== undefined && r.kind !== 'turn' && r.kind !== 'summary') return undefined;
+    if (r.kind !== undefined && !USAGE_KINDS.includes(r.kind)) return undefined;
+    if (r.turn !== undefined && typeof r.turn !== 'string') return undefined;
     return { sessionId: '', model: '', ...r } as UsageRecord;
   } catch {
     return undefined;
@@ -155,15 +177,25 @@ export function fileUsageLedger(file: string): UsageLedger {
     }
   };
 
+  const current = async (): Promise<Map<string, UsageRecord>> => {
+    reading ??= catchUp().finally(() => (reading = undefined));
+    await reading;
+    return byTurn;
+  };
+
   return {
     async record(r) {
+      // A repeat is appended too, and not counted (the reader keeps the first line of a key): a writer
+      // need not read the file, so a worker reads it only to look a retried step's attempts up.
       await mkdir(path.dirname(resolved), { recursive: true });
       await appendFile(resolved, `${JSON.stringify(r)}\n`, 'utf8');
     },
+    async get(keys) {
+      const records = await current();
+      return keys.flatMap((k) => records.get(k) ?? []);
+    },
     async sum(q) {
-      reading ??= catchUp().finally(() => (reading = undefined));
-      await reading;
-      return accumulate(byTurn.values(), q);
+      return accumulate((await current()).values(), q);
     },
   };
 }
@@ -189,15 +221,38 @@ export async function postgresUsageLedger(pool: Pick<Pool, 'query' | 'connect'>)
     );
     // Tables created before summaries were counted: their rows are turns.
     await q(`ALTER TABLE ${TABLE} ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'turn'`);
+    // Before per-attempt records: every row of a turn was keyed by the turn itself.
+    await q(`ALTER TABLE ${TABLE} ADD COLUMN IF NOT EXISTS turn text`);
     await q(`CREATE INDEX IF NOT EXISTS ${TABLE}_tenant_user_at ON ${TABLE} (tenant, user_id, at)`);
   });
   return {
     async record(r) {
       await pool.query(
-        `INSERT INTO ${TABLE} (turn_id, kind, session_id, tenant, user_id, model, prompt_tokens, completion_tokens, sampling_tokens, at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (turn_id) DO NOTHING`,
-        [r.turnId, r.kind ?? 'turn', r.sessionId, r.tenant, r.userId, r.model, r.promptTokens, r.completionTokens, r.samplingTokens, r.at],
+        `INSERT INTO ${TABLE} (turn_id, kind, turn, session_id, tenant, user_id, model, prompt_tokens, completion_tokens, sampling_tokens, at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (turn_id) DO NOTHING`,
+        [r.turnId, r.kind ?? 'turn', r.turn ?? null, r.sessionId, r.tenant, r.userId, r.model, r.promptTokens, r.completionTokens, r.samplingTokens, r.at],
       );
+    },
+    async get(keys) {
+      if (keys.length === 0) return [];
+      const { rows } = await pool.query<{ turn_id: string; kind: UsageKind; turn: string | null; session_id: string; tenant: string; user_id: string; model: string; p: string; c: string; s: string; at: Date }>(
+        `SELECT turn_id, kind, turn, session_id, tenant, user_id, model, prompt_tokens::text AS p, completion_tokens::text AS c, sampling_tokens::text AS s, at
+           FROM ${TABLE} WHERE turn_id = ANY($1::text[]) ORDER BY turn_id`,
+        [keys],
+      );
+      return rows.map((r) => ({
+        turnId: r.turn_id,
+        kind: r.kind,
+        ...(r.turn !== null ? { turn: r.turn } : {}),
+        sessionId: r.session_id,
+        tenant: r.tenant,
+        userId: r.user_id,
+        model: r.model,
+        promptTokens: Number(r.p),
+        completionTokens: Number(r.c),
+        samplingTokens: Number(r.s),
+        at: r.at.toISOString(),
+      }));
     },
     async sum(q) {
       const byUser = q.groupBy !== 'tenant';
@@ -205,7 +260,7 @@ export async function postgresUsageLedger(pool: Pick<Pool, 'query' | 'connect'>)
       const groups = `${byUser ? 'user_id, ' : ''}${bySession ? 'session_id, ' : ''}model`;
       const { rows } = await pool.query<{ user_id: string | null; session_id: string | null; model: string; turns: string; summaries: string; p: string; c: string; s: string }>(
         `SELECT ${byUser ? 'user_id' : 'NULL::text AS user_id'}, ${bySession ? 'session_id' : 'NULL::text AS session_id'}, model,
-                (count(*) FILTER (WHERE kind <> 'summary'))::text AS turns, (count(*) FILTER (WHERE kind = 'summary'))::text AS summaries,
+                (count(DISTINCT CASE WHEN kind = 'llm' THEN coalesce(turn, turn_id) WHEN kind = 'summary' THEN NULL ELSE turn_id END))::text AS turns, (count(*) FILTER (WHERE kind = 'summary'))::text AS summaries,
                 sum(prompt_tokens)::text AS p, sum(completion_tokens)::text AS c, sum(sampling_tokens)::text AS s
            FROM ${TABLE}
           WHERE tenant = $1 AND at >= $2 AND at < $3 AND ($4::text IS NULL OR user_id = $4)

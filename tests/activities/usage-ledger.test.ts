@@ -52,6 +52,24 @@ async function exercise(ledger: UsageLedger): Promise<void> {
     { tenant: 'acme', userId: 'bob', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
   ]);
   expect(await ledger.sum({ tenant: 'nobody', ...DAY, groupBy: 'user' })).toEqual([]);
+
+  // A turn recorded per model call attempt (two attempts of step 1, one of step 2, one recorded twice)
+  // and at its end (its sampling): one turn, every attempt's tokens once.
+  const attempt = (key: string, tokens: [number, number, number], kind: UsageRecord['kind'] = 'llm') =>
+    rec(key, 'dan', '2026-11-25T06:00:00Z', tokens, { kind, ...(kind === 'llm' ? { turn: 't7' } : {}) });
+  await ledger.record(attempt('llm/t7/r/1/1', [5, 1, 0]));
+  await ledger.record(attempt('llm/t7/r/1/2', [5, 4, 0]));
+  await ledger.record(attempt('llm/t7/r/1/2', [5, 4, 0]));
+  await ledger.record(attempt('llm/t7/r/2/1', [9, 2, 0]));
+  await ledger.record(attempt('t7', [0, 0, 6], 'turn'));
+  expect(await ledger.sum({ tenant: 'acme', userId: 'dan', ...DAY, groupBy: 'session' })).toEqual([
+    { tenant: 'acme', userId: 'dan', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 19, completionTokens: 7, samplingTokens: 6 },
+  ]);
+  // A retried step reads its earlier attempts by key; keys never recorded are not there.
+  expect((await ledger.get(['llm/t7/r/1/1', 'llm/t7/r/1/9'])).map((r) => [r.turnId, r.kind, r.turn, r.promptTokens, r.completionTokens, Date.parse(r.at)])).toEqual([
+    ['llm/t7/r/1/1', 'llm', 't7', 5, 1, Date.parse('2026-11-25T06:00:00Z')],
+  ]);
+  expect(await ledger.get([])).toEqual([]);
 }
 
 test('the file store', async () => {
@@ -68,5 +86,5 @@ test('the file store', async () => {
 
 test('the PostgreSQL store, written from two machines', async () => {
   const [a, b] = await Promise.all([postgresUsageLedger(pg.pool()), postgresUsageLedger(pg.pool())]);
-  await exercise({ record: (r) => (r.turnId === 't1' ? a : b).record(r), sum: (q) => a.sum(q) });
+  await exercise({ record: (r) => (r.turnId === 't1' ? a : b).record(r), get: (keys) => b.get(keys), sum: (q) => a.sum(q) });
 });

@@ -51,10 +51,24 @@ beforeAll(async () => {
   teacher = bearer(await sys.token('teacher'));
   student = bearer(await sys.token('student'));
   outsider = bearer(await sys.token({ sub: 'u-olivia', role: 'admin', tenant: 'other', scopes: ['admin.super'] }));
-}, 120_000);
+  await serversConnected(sys.worker);
+}, 180_000);
 afterAll(async () => {
   await sys?.stop();
 });
+
+/**
+ * Waits until this worker has reported its servers connected (all but the unreachable vault): a worker
+ * says WORKER_READY before it has connected them, and on a loaded machine a turn started at once found
+ * no tools (caught under scripts/cpu-hog.mjs). A deadline for a busy machine, not a timing.
+ */
+async function serversConnected(worker: { pid: number }): Promise<void> {
+  await waitFor(async () => {
+    const health = await getJson(`${sys.apiUrl}/healthz`);
+    const mine = (health.body.workers as Array<{ worker: string; phase?: string; servers: Array<{ server: string; state: string }> }> | undefined)?.find((w) => w.worker.startsWith(`${worker.pid}@`));
+    return mine?.phase === 'ready' && mine.servers.filter((x) => x.server !== 'vault').every((x) => x.state === 'connected') ? true : undefined;
+  }, 90_000, 250);
+}
 
 async function until(turnId: string, headers: Record<string, string>, pred: (e: SseEvent) => boolean) {
   return await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { headers, stopAfter: pred, timeoutMs: 60_000 });
@@ -197,6 +211,8 @@ test('an approval wait survives a worker restart', async () => {
   await sys.worker.kill();
   const replacement = await sys.startWorker();
   try {
+    // The approved call runs on the replacement: once it has its servers.
+    await serversConnected(replacement);
     const ok = await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/approvals/${id}`, { approve: true }, admin);
     expect(ok.status).toBe(200);
     const events = await readSse(`${sys.apiUrl}/v1/turns/${post.body.turnId}/events`, { headers: admin, timeoutMs: 90_000 });

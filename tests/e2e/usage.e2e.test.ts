@@ -1,6 +1,6 @@
 /**
- * Tokens and cost, on real processes: the worker records each turn's tokens once when it ends (and
- * audits them); GET /v1/admin/usage sums them by user with the host config's prices, the whole
+ * Tokens and cost, on real processes: the worker records each model call attempt's tokens before
+ * its activity ends, and the turn once when it ends (and audits its tokens); GET /v1/admin/usage sums them by user with the host config's prices, the whole
  * tenant only for callers allowed to see it; a daily budget per user refuses that user's next
  * message with 429 `token_budget_exhausted` (and when to retry), while other users go on.
  */
@@ -36,7 +36,7 @@ test('a turn is recorded once with its tokens and cost; the budget then stops th
   expect(turn.usage.promptTokens).toBeGreaterThan(0);
   expect(turn.usage.completionTokens).toBeGreaterThan(0);
 
-  // The worker records it when the turn ends (its sink); the report sums it with the price.
+  // The worker recorded its model calls' attempts (and the turn when it ended); the report sums them with the price.
   const report = await waitFor(async () => {
     const r = await getJson(`${sys.apiUrl}/v1/admin/usage?groupBy=user`, admin);
     return r.status === 200 && r.body.rows.length > 0 ? r.body : undefined;
