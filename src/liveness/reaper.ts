@@ -1,0 +1,121 @@
+/**
+ * The two halves of worker liveness inside a worker (docs/decisions/0028-worker-liveness.md): an
+ * activity interceptor that records each running tool call in the registry for as long as it runs,
+ * and a reaper that fails the recorded calls of dead workers through Temporal's async completion.
+ *
+ * Failing by task token reaches exactly the attempt that was recorded: if that attempt already ended
+ * (it finished just before its worker died, or another reaper got there first), Temporal answers
+ * NotFound and nothing else happens; a later attempt has another token. The failure is retryable, so
+ * the call's next attempt runs at once on a live worker under the usual rules of what may be sent
+ * again (decision 0014): it reads the dead attempt's last heartbeat details, which a failure by
+ * token leaves in place.
+ */
+import type { Info } from '@temporalio/activity';
+import { ActivityNotFoundError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, Next } from '@temporalio/worker';
+import type { Logger } from '../logger';
+import { Failure } from '../shared/failures';
+import type { LivenessRegistry, Membership, Orphan } from './registry';
+
+/** The activities recorded: tool calls (an LLM call holds no side effect; its 30 s profile is unchanged). */
+export const LIVENESS_ACTIVITY_TYPES: ReadonlySet<string> = new Set(['callTool']);
+
+type Fail = (taskToken: Uint8Array, failure: ApplicationFailure) => Promise<void>;
+type Log = Pick<Logger, 'warn' | 'info'>;
+
+/** What the next attempt's failure says (the workflow's history keeps it). */
+export function workerDiedFailure(o: Pick<Orphan, 'worker' | 'attempt'>): ApplicationFailure {
+  return ApplicationFailure.retryable(`the worker running attempt ${o.attempt} died (${o.worker}); the call is retried on a live worker`, Failure.WorkerLost);
+}
+
+/** One round: fails every orphan (NotFound: that attempt had already ended), then drops those done. */
+export async function reapOnce(registry: LivenessRegistry, fail: Fail, logger: Log): Promise<number> {
+  const orphans = await registry.orphans();
+  if (!orphans.length) return 0;
+  const done: Orphan[] = [];
+  for (const o of orphans) {
+    try {
+      await fail(o.taskToken, workerDiedFailure(o));
+      logger.warn({ worker: o.worker, workflowId: o.workflowId, activityId: o.activityId, attempt: o.attempt }, 'worker liveness: a worker died during a tool call; its attempt failed for a retry on a live worker');
+      done.push(o);
+    } catch (err) {
+      if (err instanceof ActivityNotFoundError) done.push(o);
+      // Temporal unreachable: the entry stays for the next round (and the heartbeat timeout still holds).
+      else logger.warn({ worker: o.worker, workflowId: o.workflowId, err: err instanceof Error ? err.message : String(err) }, 'worker liveness: failing a dead worker\'s attempt failed; trying again');
+    }
+  }
+  await registry.forget(done);
+  return done.length;
+}
+
+class RecordingInbound implements ActivityInboundCallsInterceptor {
+  constructor(
+    private readonly info: () => Info,
+    private readonly membership: Membership,
+    private readonly logger: Log,
+  ) {}
+
+  async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    const info = this.info();
+    if (info.isLocal || !LIVENESS_ACTIVITY_TYPES.has(info.activityType)) return await next(input);
+    let key: string | undefined;
+    try {
+      key = await this.membership.add({ taskToken: info.taskToken, workflowId: info.workflowExecution?.workflowId ?? '', activityId: info.activityId, attempt: info.attempt });
+    } catch (err) {
+      // Unrecorded, the call runs as before: a crash is then noticed by its heartbeat timeout.
+      this.logger.warn({ activityId: info.activityId, err: err instanceof Error ? err.message : String(err) }, 'worker liveness: recording a running call failed');
+    }
+    try {
+      return await next(input);
+    } finally {
+      if (key !== undefined) await this.membership.remove(key).catch(() => undefined);
+    }
+  }
+}
+
+export interface WorkerLiveness {
+  /** For Worker.create's activity interceptors. */
+  interceptor: ActivityInterceptorsFactory;
+  /** Stops reaping and ends this worker's proof of life; call after the worker has stopped. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Joins the registry as a worker and reaps every `everyMs`. A registry that cannot be joined (a
+ * read-only data directory, the database down at start) leaves the worker running without it: its
+ * calls then fall back to the heartbeat timeout, as the log says.
+ */
+export async function startWorkerLiveness(opts: { registry: LivenessRegistry; client: Pick<Client, 'activity'>; everyMs: number; logger: Log }): Promise<WorkerLiveness | undefined> {
+  const { registry, logger } = opts;
+  let membership: Membership;
+  try {
+    membership = await registry.join();
+  } catch (err) {
+    logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'worker liveness: could not join the registry; a crash is noticed by the heartbeat timeout only');
+    return undefined;
+  }
+  const fail: Fail = (token, failure) => opts.client.activity.fail(token, failure);
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let round: Promise<unknown> = Promise.resolve();
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      round = reapOnce(registry, fail, logger)
+        .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'worker liveness: reading the registry failed'))
+        .finally(schedule);
+    }, opts.everyMs);
+  };
+  schedule();
+  return {
+    interceptor: (ctx) => ({ inbound: new RecordingInbound(() => ctx.info, membership, logger) }),
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await round;
+      await membership.close();
+      await registry.close();
+    },
+  };
+}
