@@ -21,7 +21,11 @@ import type { LivenessRegistry, Membership, Orphan } from './registry';
 /** The activities recorded: tool calls (an LLM call holds no side effect; its 30 s profile is unchanged). */
 export const LIVENESS_ACTIVITY_TYPES: ReadonlySet<string> = new Set(['callTool']);
 
-type Fail = (taskToken: Uint8Array, failure: ApplicationFailure) => Promise<void>;
+/** What the reaper asks of Temporal: fail an attempt by its token; send a workflow's next task to the shared queue. */
+export interface ReaperTemporal {
+  fail(taskToken: Uint8Array, failure: ApplicationFailure): Promise<void>;
+  resetSticky(workflowId: string): Promise<void>;
+}
 type Log = Pick<Logger, 'warn' | 'info'>;
 
 /** What the next attempt's failure says (the workflow's history keeps it). */
@@ -29,14 +33,20 @@ export function workerDiedFailure(o: Pick<Orphan, 'worker' | 'attempt'>): Applic
   return ApplicationFailure.retryable(`the worker running attempt ${o.attempt} died (${o.worker}); the call is retried on a live worker`, Failure.WorkerLost);
 }
 
-/** One round: fails every orphan (NotFound: that attempt had already ended), then drops those done. */
-export async function reapOnce(registry: LivenessRegistry, fail: Fail, logger: Log): Promise<number> {
+/**
+ * One round: fails every orphan (NotFound: that attempt had already ended), then drops those done.
+ * The workflow's next task would first wait for the dead worker on its sticky queue (3 s, see
+ * src/worker.ts) if that worker ran the workflow too: it goes to the shared queue instead.
+ */
+export async function reapOnce(registry: LivenessRegistry, temporal: ReaperTemporal, logger: Log): Promise<number> {
   const orphans = await registry.orphans();
   if (!orphans.length) return 0;
   const done: Orphan[] = [];
   for (const o of orphans) {
     try {
-      await fail(o.taskToken, workerDiedFailure(o));
+      await temporal.fail(o.taskToken, workerDiedFailure(o));
+      // Best effort: without it, the sticky queue's timeout still moves the task.
+      await temporal.resetSticky(o.workflowId).catch(() => undefined);
       logger.warn({ worker: o.worker, workflowId: o.workflowId, activityId: o.activityId, attempt: o.attempt }, 'worker liveness: a worker died during a tool call; its attempt failed for a retry on a live worker');
       done.push(o);
     } catch (err) {
@@ -86,7 +96,7 @@ export interface WorkerLiveness {
  * read-only data directory, the database down at start) leaves the worker running without it: its
  * calls then fall back to the heartbeat timeout, as the log says.
  */
-export async function startWorkerLiveness(opts: { registry: LivenessRegistry; client: Pick<Client, 'activity'>; everyMs: number; logger: Log }): Promise<WorkerLiveness | undefined> {
+export async function startWorkerLiveness(opts: { registry: LivenessRegistry; client: Pick<Client, 'activity' | 'workflowService' | 'options'>; everyMs: number; logger: Log }): Promise<WorkerLiveness | undefined> {
   const { registry, logger } = opts;
   let membership: Membership;
   try {
@@ -95,14 +105,18 @@ export async function startWorkerLiveness(opts: { registry: LivenessRegistry; cl
     logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'worker liveness: could not join the registry; a crash is noticed by the heartbeat timeout only');
     return undefined;
   }
-  const fail: Fail = (token, failure) => opts.client.activity.fail(token, failure);
+  const { client } = opts;
+  const temporal: ReaperTemporal = {
+    fail: (token, failure) => client.activity.fail(token, failure),
+    resetSticky: async (workflowId) => void (await client.workflowService.resetStickyTaskQueue({ namespace: client.options.namespace, execution: { workflowId } })),
+  };
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let round: Promise<unknown> = Promise.resolve();
   const schedule = () => {
     if (stopped) return;
     timer = setTimeout(() => {
-      round = reapOnce(registry, fail, logger)
+      round = reapOnce(registry, temporal, logger)
         .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'worker liveness: reading the registry failed'))
         .finally(schedule);
     }, opts.everyMs);

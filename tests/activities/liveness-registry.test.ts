@@ -115,8 +115,12 @@ test('reapOnce fails each orphan by its task token; an attempt already ended cou
     if (token[0] === 3) throw new Error('connection refused');
     failed.push({ token: token[0] as number, failure });
   };
-  expect(await reapOnce(registry, fail, quietLogger)).toBe(2);
+  const resets: string[] = [];
+  const resetSticky = async (workflowId: string) => void resets.push(workflowId);
+  expect(await reapOnce(registry, { fail, resetSticky }, quietLogger)).toBe(2);
   expect(failed.map((f) => f.token)).toEqual([1]);
+  // The failed attempt's workflow goes on from the shared queue, not the dead worker's sticky one.
+  expect(resets).toEqual(['wf-1']);
   expect(failed[0]?.failure).toMatchObject({ type: 'WorkerLost', nonRetryable: false });
   expect(failed[0]?.failure.message).toMatch(/^the worker running attempt 1 died \(.+\); the call is retried on a live worker$/);
   // Only the attempt Temporal could not be told about is left, for the next round.
