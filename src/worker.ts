@@ -334,6 +334,7 @@ async function main(): Promise<void> {
         if (stopping) return;
         // Health says so now, not at the next scheduled report.
         phase = { phase: 'ready' };
+        liveness?.startReaping();
         void reporter?.reportNow();
         // One line for the servers that are up, one warning for each that is not.
         const ready = statuses.filter((s) => s.state !== 'unavailable');
@@ -342,6 +343,7 @@ async function main(): Promise<void> {
       },
       (err: unknown) => {
         phase = { phase: 'ready' };
+        liveness?.startReaping();
         void reporter?.reportNow();
         if (!stopping) logger.warn({ err }, 'connecting MCP servers failed');
       },

@@ -87,12 +87,18 @@ class RecordingInbound implements ActivityInboundCallsInterceptor {
 export interface WorkerLiveness {
   /** For Worker.create's activity interceptors. */
   interceptor: ActivityInterceptorsFactory;
+  /**
+   * Starts reaping, once this worker can run what it fails: a worker still connecting its MCP servers
+   * would take the retried call itself and spend attempts waiting for them (the heartbeat timeout runs
+   * meanwhile). Its own calls are recorded from the start.
+   */
+  startReaping(): void;
   /** Stops reaping and ends this worker's proof of life; call after the worker has stopped. */
   stop(): Promise<void>;
 }
 
 /**
- * Joins the registry as a worker and reaps every `everyMs`. A registry that cannot be joined (a
+ * Joins the registry as a worker, to reap every `everyMs` from startReaping() on. A registry that cannot be joined (a
  * read-only data directory, the database down at start) leaves the worker running without it: its
  * calls then fall back to the heartbeat timeout, as the log says.
  */
@@ -121,9 +127,14 @@ export async function startWorkerLiveness(opts: { registry: LivenessRegistry; cl
         .finally(schedule);
     }, opts.everyMs);
   };
-  schedule();
+  let reaping = false;
   return {
     interceptor: (ctx) => ({ inbound: new RecordingInbound(() => ctx.info, membership, logger) }),
+    startReaping() {
+      if (reaping) return;
+      reaping = true;
+      schedule();
+    },
     async stop() {
       stopped = true;
       clearTimeout(timer);
