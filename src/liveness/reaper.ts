@@ -46,7 +46,7 @@ export async function reapOnce(registry: LivenessRegistry, temporal: ReaperTempo
     try {
       await temporal.fail(o.taskToken, workerDiedFailure(o));
       // Best effort: without it, the sticky queue's timeout still moves the task.
-      await temporal.resetSticky(o.workflowId).catch(() => undefined);
+      await temporal.resetSticky(o.workflowId).catch((err: unknown) => logger.warn({ workflowId: o.workflowId, err: err instanceof Error ? err.message : String(err) }, 'worker liveness: resetting the sticky queue failed'));
       logger.warn({ worker: o.worker, workflowId: o.workflowId, activityId: o.activityId, attempt: o.attempt }, 'worker liveness: a worker died during a tool call; its attempt failed for a retry on a live worker');
       done.push(o);
     } catch (err) {
