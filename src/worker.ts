@@ -41,6 +41,9 @@ import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 import { createAttemptUsageRecorder, workflowOwnerFrom } from './usage/attempt-usage';
 import { createSessionLink, sessionSinks } from './session-link';
 import { Client } from '@temporalio/client';
+import { fileLivenessRegistry } from './liveness/file-registry';
+import { postgresLivenessRegistry } from './liveness/pg-registry';
+import { startWorkerLiveness, type WorkerLiveness } from './liveness/reaper';
 
 /**
  * Prebuilt by `npm run build` so workers start in milliseconds instead of bundling on every start;
@@ -212,6 +215,7 @@ async function main(): Promise<void> {
   let stopReporting = (): void => undefined;
   let stopSweeping = (): void => undefined;
   let stopping = false;
+  let liveness: WorkerLiveness | undefined;
   try {
     const bundle: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> =
       existsSync(PREBUILT_BUNDLE) && env.WORKFLOW_BUNDLE !== 'off'
@@ -228,6 +232,14 @@ async function main(): Promise<void> {
       everyMs: env.CLAIM_CHECK_SWEEP_MS,
       logger,
     }).stop;
+    // A peer that dies mid tool call is noticed at once, not after its heartbeat timeout: running calls
+    // are recorded, and dead workers' calls failed for a retry here (docs/decisions/0028-worker-liveness.md).
+    liveness = await startWorkerLiveness({
+      registry: pool && env.POSTGRES_URL ? await postgresLivenessRegistry(pool, env.POSTGRES_URL, logger) : fileLivenessRegistry(path.resolve(env.WORKER_LIVENESS_DIR)),
+      client,
+      everyMs: env.WORKER_LIVENESS_MS,
+      logger,
+    });
     const worker = await Worker.create({
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
@@ -243,7 +255,7 @@ async function main(): Promise<void> {
       // Heartbeats keep the SDK's throttle (80% of the heartbeat timeout). A 1 s maximum was tried and
       // stopped a cancelled turn's task from being cancelled on its server (tests/e2e/tasks.e2e.test.ts),
       // so the tool heartbeat timeout is 10 s instead of 5 s (docs/SCALING.md, "A crashed worker").
-      interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor] },
+      interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor, ...(liveness ? [liveness.interceptor] : [])] },
       // Turn outcomes and approval waits for metrics: called by the turn workflow, never during replay
       // (the turn logs its own start and end).
       sinks: {
@@ -327,6 +339,7 @@ async function main(): Promise<void> {
         if (stopping) return;
         // Health says so now, not at the next scheduled report.
         phase = { phase: 'ready' };
+        liveness?.startReaping();
         void reporter?.reportNow();
         // One line for the servers that are up, one warning for each that is not.
         const ready = statuses.filter((s) => s.state !== 'unavailable');
@@ -335,6 +348,7 @@ async function main(): Promise<void> {
       },
       (err: unknown) => {
         phase = { phase: 'ready' };
+        liveness?.startReaping();
         void reporter?.reportNow();
         if (!stopping) logger.warn({ err }, 'connecting MCP servers failed');
       },
@@ -344,6 +358,8 @@ async function main(): Promise<void> {
     await worker.run();
   } finally {
     stopping = true;
+    // After the worker has stopped: its calls are over, nothing of it is left to reap.
+    await liveness?.stop();
     stopReporting();
     stopSweeping();
     stopReloading();

@@ -262,6 +262,8 @@ async function main(): Promise<void> {
     env.OAUTH_STORE_DIR ??= path.join(dataDir, 'oauth');
     // Payloads above CLAIM_CHECK_THRESHOLD_BYTES, stored by reference; the worker and the API share it.
     env.CLAIM_CHECK_DIR ??= path.join(dataDir, 'claim-check');
+    // Where the worker records its running tool calls, so a successor sees them if it dies.
+    env.WORKER_LIVENESS_DIR ??= path.join(dataDir, 'workers');
 
     let modelNote = `LLM: ${env.LLM_PROVIDER ?? 'openai'} ${env.LLM_BASE_URL ?? "(the provider's endpoint)"} (model ${env.LLM_MODEL ?? 'unset: LLM_MODEL is required'})`;
     // A model endpoint of the user's own is checked at start (URL, key, model name), so a mistake

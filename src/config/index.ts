@@ -79,6 +79,12 @@ const EnvSchema = z.object({
    */
   WORKER_REPORT_MS: z.coerce.number().int().min(100, 'must be at least 100 (milliseconds)').max(3_600_000).default(10_000),
   /**
+   * Worker liveness (docs/decisions/0028-worker-liveness.md): without POSTGRES_URL, the directory the
+   * workers of one host share to see each other die; how often each worker looks for dead peers.
+   */
+  WORKER_LIVENESS_DIR: z.string().min(1).default('.data/workers'),
+  WORKER_LIVENESS_MS: z.coerce.number().int().min(50, 'must be at least 50 (milliseconds)').max(60_000).default(250),
+  /**
    * PostgreSQL shared by the API replicas (live text across replicas, shared rate limits) and, with
    * the workers, the OAuth token store; e.g. postgres://user:password@db:5432/dmh. Unset: one API
    * process, state in memory, OAuth tokens in sealed files (OAUTH_STORE_DIR).

@@ -29,6 +29,11 @@ export const Failure = {
    * InputAsked. Never retried: the turn asks the user and issues the call again with the answer.
    */
   McpInputRequired: 'McpInputRequired',
+  /**
+   * The worker running the attempt died (its liveness ended, src/liveness): failed by a peer's reaper
+   * so that the next attempt starts at once. Retried like a transient error.
+   */
+  WorkerLost: 'WorkerLost',
   /** Update rejections of an answer to a server's question. */
   InputNotPending: 'InputNotPending',
   InputForbidden: 'InputForbidden',

@@ -227,6 +227,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       ...(opts.tokenSealKey ? { TOKEN_SEAL_KEY: opts.tokenSealKey } : {}),
       ...(opts.payloadKeys ? { PAYLOAD_KEYS: opts.payloadKeys } : {}),
       CLAIM_CHECK_DIR: claimCheckDir,
+      // The workers of this system see each other die here (src/liveness).
+      WORKER_LIVENESS_DIR: path.join(dir, 'workers'),
       // OAuth-protected servers: the token store the API's callback route shares, and that route.
       OAUTH_STORE_DIR: path.join(dir, 'oauth'),
       OAUTH_REDIRECT_URL: `http://127.0.0.1:${apiPort}/v1/oauth/callback`,
