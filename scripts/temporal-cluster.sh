@@ -209,6 +209,7 @@ ADDRESS=127.0.0.1:$PORT
 
 # --- PostgreSQL ---------------------------------------------------------------------------------------
 log "starting PostgreSQL on 127.0.0.1:$PG_PORT ($DIR/pg)"
+: >"$DIR/postgres.out" # before the loop below reads it (the background job's redirection may come later)
 node "$ROOT/scripts/postgres.mjs" --dir "$DIR/pg" --port "$PG_PORT" --password "$PG_PASSWORD" \
   >"$DIR/postgres.out" 2>"$DIR/postgres.log" &
 PG_PID=$!

@@ -91,8 +91,9 @@ export interface Growth {
 }
 
 /**
- * Per process instance (name and pid: a restarted process is a new instance): its figures just after
- * warm-up and at its end (medians of three samples). Judged only when it lived `minSpanMs` past warm-up.
+ * Per process instance (name and pid: a restarted process is a new instance): its RSS just after
+ * warm-up and at its end (medians of three samples), its fds and MCP connections at most in the first
+ * half of that window and at its end. Judged only when it lived `minSpanMs` past warm-up.
  */
 export function growth(samples: Sample[], warmUpEnd: number, minSpanMs: number): Growth[] {
   const byInstance = new Map<string, Sample[]>();
@@ -106,11 +107,14 @@ export function growth(samples: Sample[], warmUpEnd: number, minSpanMs: number):
     const last = after.slice(-3);
     const head = list[0] as Sample;
     const span = (judged.at(-1)?.t ?? 0) - (judged[0]?.t ?? 0);
+    // Descriptors and connections come and go with the work (a pool's keep-alive sockets, a server that
+    // is down for a while): flat means the end is no higher than the most the first half already held.
+    const early = after.slice(0, Math.max(1, Math.ceil(after.length / 2)));
     const g: Growth = {
       name: head.name, pid: head.pid,
       rssFrom: median(first.map((s) => s.rssMb)), rssTo: median(last.map((s) => s.rssMb)),
-      fdsFrom: median(first.map((s) => s.fds)), fdsTo: median(last.map((s) => s.fds)),
-      ...(head.mcp !== undefined ? { mcpFrom: median(first.map((s) => s.mcp ?? 0)), mcpTo: median(last.map((s) => s.mcp ?? 0)) } : {}),
+      fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(last.map((s) => s.fds)),
+      ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(last.map((s) => s.mcp ?? 0)) } : {}),
     };
     if (judged.length < 6 || span < minSpanMs) g.skipped = `lived ${Math.round(span / 1000)} s after warm-up (< ${Math.round(minSpanMs / 1000)} s)`;
     out.push(g);
@@ -123,7 +127,6 @@ export function growthProblem(g: Growth): string | undefined {
   if (g.skipped) return undefined;
   const problems: string[] = [];
   if (g.rssTo > g.rssFrom * 1.1) problems.push(`RSS ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} MB`);
-  // Flat: a few descriptors come and go with connections and log files.
   if (g.fdsTo > g.fdsFrom * 1.1 + 4) problems.push(`fds ${g.fdsFrom} → ${g.fdsTo}`);
   if (g.mcpTo !== undefined && g.mcpFrom !== undefined && g.mcpTo > g.mcpFrom) problems.push(`MCP connections ${g.mcpFrom} → ${g.mcpTo}`);
   return problems.length ? `${g.name} (pid ${g.pid}): ${problems.join(', ')}` : undefined;

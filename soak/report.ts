@@ -72,7 +72,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '|---|---|---|---|',
     ...f.latency.map((b) => `| ${((b.t - f.start) / 60_000).toFixed(1)} | ${b.n} | ${s(b.p50)} | ${s(b.p99)} |`),
     '',
-    '| process (pid) | RSS after warm-up → end (MB) | fds | MCP connections | judged |',
+    '| process (pid) | RSS after warm-up → end (MB) | fds (most in the first half → end) | MCP connections (same) | judged |',
     '|---|---|---|---|---|',
     ...f.growth.map(
       (g) =>

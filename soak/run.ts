@@ -55,7 +55,9 @@ async function historySizes(topo: Topology, turns: TurnRecord[]): Promise<SoakFi
   for (let i = 0; i < ids.length; i += 8) {
     await Promise.all(
       ids.slice(i, i + 8).map(async (id) => {
-        const d = await topo.sys.client.workflow.getHandle(id).describe().catch(() => undefined);
+        // Bounded: a Temporal that is down would otherwise be retried for minutes per turn.
+        const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000).unref());
+        const d = await Promise.race([topo.sys.client.workflow.getHandle(id).describe().catch(() => undefined), timeout]);
         const info = d?.raw.workflowExecutionInfo;
         if (!info) return;
         events.push(Number(info.historyLength ?? 0));

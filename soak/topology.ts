@@ -143,8 +143,20 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
         await bus.up();
       },
       async restartTemporal() {
-        await temporal.stop();
-        temporal = (await startTemporalCluster(sys.dir, { resume: true })).proc;
+        // The script stops the server, then its PostgreSQL (30 s of grace each); killed sooner, it would
+        // leave PostgreSQL running on the port the restart needs.
+        await temporal.stop(120_000);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            temporal = (await startTemporalCluster(sys.dir, { resume: true })).proc;
+            return;
+          } catch (err) {
+            // PostgreSQL may still be shutting down on a loaded machine: again, a few times.
+            if (attempt >= 5) throw err;
+            log(`Temporal did not start again (${(err as Error).message.split('\n')[0] ?? ''}): trying again`);
+            await new Promise((r) => setTimeout(r, 5_000));
+          }
+        }
       },
       async stop() {
         stopping = true;
