@@ -2,6 +2,7 @@
 # A full Temporal server (not the dev server) on PostgreSQL, for tests and local runs:
 #
 #   scripts/temporal-cluster.sh --dir <dir> [--port <frontend gRPC port>] [--pg-port <port>] [--reset]
+#   scripts/temporal-cluster.sh --dir <dir> --resume   (again on the state of an earlier run, its ports)
 #   scripts/temporal-cluster.sh --build-only     (npm test runs this first: the build takes minutes)
 #
 # Builds the server and its SQL schema tool from Go modules into .tools/temporal-server/ if missing
@@ -17,7 +18,9 @@
 # <dir>/schema.log. Ports not given are picked free.
 #
 # scripts/postgres.mjs cannot start on an existing data directory, so <dir>/pg must not exist yet:
-# pass a new <dir>, or --reset to delete the state of an earlier run first. Stop it with SIGTERM (and
+# pass a new <dir>, or --reset to delete the state of an earlier run first, or --resume to start the
+# stopped cluster again on its state and ports (<dir>/ports; a restart of the server and its database,
+# as the soak does). Stop it with SIGTERM (and
 # allow it ~30 s), not SIGKILL: a killed script leaves the server and PostgreSQL running. (Started with
 # `&` from a non-interactive shell, it cannot see SIGINT: bash ignores it there, for good.)
 #
@@ -47,13 +50,14 @@ usage() {
   exit 2
 }
 
-DIR='' PORT='' PG_PORT='' RESET=0 BUILD_ONLY=0
+DIR='' PORT='' PG_PORT='' RESET=0 RESUME=0 BUILD_ONLY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
     --port) PORT=${2:?--port needs a value}; shift 2 ;;
     --pg-port) PG_PORT=${2:?--pg-port needs a value}; shift 2 ;;
     --reset) RESET=1; shift ;;
+    --resume) RESUME=1; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
     -h | --help) usage ;;
     *) log "unknown argument: $1"; usage ;;
@@ -157,7 +161,9 @@ mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 # As root, postgres.mjs runs PostgreSQL as the user `postgres`, which must reach the data directory.
 [[ $(id -u) == 0 ]] && chmod 755 "$DIR"
-if [[ -e $DIR/pg ]]; then
+if [[ $RESUME == 1 ]]; then
+  [[ -e $DIR/pg && -f $DIR/ports ]] || die "--resume: no earlier run in $DIR"
+elif [[ -e $DIR/pg ]]; then
   [[ $RESET == 1 ]] || die "$DIR/pg exists (postgres.mjs cannot reuse a data directory): use a new --dir, or --reset"
   log "--reset: deleting the state in $DIR"
   rm -rf "$DIR/pg" "$DIR/config"
@@ -167,7 +173,11 @@ mkdir -p "$DIR/config"
 # Free ports on 127.0.0.1, all distinct and none of those given: frontend gRPC and PostgreSQL (unless
 # given), frontend HTTP and the gRPC ports of the other services (nothing outside uses these), then the
 # four membership ports, below 32768: the SQL schema stores them as SMALLINT (cluster_membership.rpc_port).
-read -r -a FREE < <(node -e '
+if [[ $RESUME == 1 ]]; then
+  read -r -a FREE <"$DIR/ports"
+  PORT='' PG_PORT=''
+else
+  read -r -a FREE < <(node -e '
   const net = require("node:net");
   const [nAny, nLow, ...taken] = process.argv.slice(1).map(Number);
   const held = [];
@@ -188,15 +198,18 @@ read -r -a FREE < <(node -e '
     held.forEach((s) => s.close());
   })();
 ' 6 4 "${PORT:-0}" "${PG_PORT:-0}")
+fi
 ((${#FREE[@]} == 10)) || die "could not find free ports"
 PORT=${PORT:-${FREE[0]}}
 PG_PORT=${PG_PORT:-${FREE[1]}}
+echo "$PORT $PG_PORT ${FREE[*]:2:8}" >"$DIR/ports"
 read -r HTTP_PORT HISTORY_PORT MATCHING_PORT WORKER_PORT \
   FRONTEND_MEMBERSHIP HISTORY_MEMBERSHIP MATCHING_MEMBERSHIP WORKER_MEMBERSHIP <<<"${FREE[*]:2:8}"
 ADDRESS=127.0.0.1:$PORT
 
 # --- PostgreSQL ---------------------------------------------------------------------------------------
 log "starting PostgreSQL on 127.0.0.1:$PG_PORT ($DIR/pg)"
+: >"$DIR/postgres.out" # before the loop below reads it (the background job's redirection may come later)
 node "$ROOT/scripts/postgres.mjs" --dir "$DIR/pg" --port "$PG_PORT" --password "$PG_PASSWORD" \
   >"$DIR/postgres.out" 2>"$DIR/postgres.log" &
 PG_PID=$!
@@ -208,14 +221,16 @@ for ((i = 0; ; i++)); do
   sleep 0.1
 done
 
-log "creating the databases and their schemas"
 sql() { "$SQL_TOOL" --plugin postgres12 --ep 127.0.0.1 --port "$PG_PORT" --user "$PG_USER" --password "$PG_PASSWORD" "$@" >>"$DIR/schema.log" 2>&1; }
-for pair in temporal:temporal temporal_visibility:visibility; do
-  db=${pair%%:*} schema=${pair#*:}
-  { sql --db "$db" create-database && sql --db "$db" setup-schema -v 0.0 &&
-    sql --db "$db" update-schema -d "$SCHEMA_DIR/$schema/versioned"; } ||
-    die "schema setup of $db failed: see $DIR/schema.log"
-done
+if [[ $RESUME == 0 ]]; then
+  log "creating the databases and their schemas"
+  for pair in temporal:temporal temporal_visibility:visibility; do
+    db=${pair%%:*} schema=${pair#*:}
+    { sql --db "$db" create-database && sql --db "$db" setup-schema -v 0.0 &&
+      sql --db "$db" update-schema -d "$SCHEMA_DIR/$schema/versioned"; } ||
+      die "schema setup of $db failed: see $DIR/schema.log"
+  done
+fi
 
 # --- server config ------------------------------------------------------------------------------------
 # Dynamic config: the values `temporal server start-dev` sets (host cache, visibility RPS), the ID length

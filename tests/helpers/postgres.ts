@@ -12,6 +12,8 @@ export interface TestPostgres {
   /** Starts the same cluster again, on the same port. */
   up(): Promise<void>;
   stop(): Promise<void>;
+  /** The running server's launcher process (PostgreSQL's processes are its descendants). */
+  pid(): number;
 }
 
 /**
@@ -48,6 +50,7 @@ export async function startPostgres(): Promise<TestPostgres> {
       await down();
       rmSync(dir, { recursive: true, force: true });
     },
+    pid: () => proc.pid,
   };
 }
 

