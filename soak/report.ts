@@ -1,5 +1,5 @@
 import type { EffectFigures } from './effects';
-import { growthProblem, percentile, type FaultMark, type Growth, type TurnFigures } from './figures';
+import { growthProblem, percentile, RSS_MIN_WINDOW_MS, type FaultMark, type Growth, type TurnFigures } from './figures';
 
 /** The soak's verdict and its Markdown report (the table docs/RELIABILITY.md shows). */
 export interface SoakFigures {
@@ -76,7 +76,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '|---|---|---|---|---|',
     ...f.growth.map(
       (g) =>
-        `| ${g.name} (${g.pid}) | ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : 'ok')} |`,
+        `| ${g.name} (${g.pid}) | ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (RSS not judged: window under 5 min)' : 'ok')} |`,
     ),
     '',
     ...(failed.length ? ['Failures:', '', ...failed.map((x) => `- ${x}`)] : []),
