@@ -284,6 +284,7 @@ async function main(): Promise<void> {
         secrets,
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
         maxToolResultChars: () => hostConfig.current().maxToolResultChars,
+        toolSearch: () => hostConfig.current().toolSearch,
         live,
         metrics: metrics.observer,
         // Sessions' summaries, against their owner (read from the session workflow's search attributes).

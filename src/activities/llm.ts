@@ -24,7 +24,15 @@ export interface SummarizeInput {
 
 type LlmDeps = Pick<ActivityDeps, 'llm' | 'models' | 'live' | 'metrics' | 'logger' | 'secrets' | 'summaryUsage'>;
 
-export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequest) => Promise<LlmToolSpec[]>; withHeartbeats: WithHeartbeats }) {
+interface ToolOffer {
+  /** The tool specs a request offers (resolved from its names, a searched catalog's subset). */
+  specs: (req: LlmRequest) => Promise<LlmToolSpec[]>;
+  /** The response with what its search calls found (./tool-search.ts). */
+  withFound: (response: LlmResponse, req: LlmRequest) => LlmResponse;
+  withHeartbeats: WithHeartbeats;
+}
+
+export function createLlmActivities(deps: LlmDeps, tools: ToolOffer) {
   const { withHeartbeats } = tools;
 
   /** The model a request names (the host config's `models`), or the worker's default; an unknown name is final. */
@@ -77,7 +85,7 @@ export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequ
           deps.live?.end(req.turnId, req.step, attempt);
           observe('ok');
           if (response.usage) deps.metrics?.llmTokens(response.usage, 'turn', labels);
-          return response;
+          return tools.withFound(response, req);
         } catch (err) {
           // A cancelled turn is not an LLM failure: report the cancellation as such.
           if (ctx.cancellationSignal.aborted) {

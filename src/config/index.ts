@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_TOOL_SEARCH } from '../core/tool-search';
 import { describeIssues } from '../shared/issues';
 import { DEFAULT_MAX_MESSAGE_CHARS } from '../shared/message-limits';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
@@ -236,6 +237,19 @@ export const HostConfigSchema = z
     context: ContextSpecSchema.default({ resources: [], prompts: [] }),
     /** Context per caller role (seed 000 §9.5); roles not listed get `context`. */
     contextByRole: z.record(z.string(), ContextSpecSchema).default({}),
+    /**
+     * Catalogs too large to offer whole (docs/decisions/0032): past `threshold` visible tools the model gets the
+     * host's search tool and `offered` tools (the caller's most used), and each search returns up to `results`.
+     */
+    toolSearch: z
+      .object({
+        threshold: z.number().int().min(1).max(10_000).default(DEFAULT_TOOL_SEARCH.threshold),
+        offered: z.number().int().min(0).max(1_000).default(DEFAULT_TOOL_SEARCH.offered),
+        results: z.number().int().min(1).max(100).default(DEFAULT_TOOL_SEARCH.results),
+      })
+      .strict()
+      .refine((t) => t.offered <= t.threshold, { message: 'offered must not exceed threshold', path: ['offered'] })
+      .default(DEFAULT_TOOL_SEARCH),
     llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
     mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
     timeouts: z

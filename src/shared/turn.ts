@@ -62,6 +62,8 @@ export interface LlmRequest {
   maxTokens?: number;
   /** A model by its name in the host config's `models`; absent: the worker's default model. */
   model?: string;
+  /** Who asks (a turn's user): their most used tools lead a searched catalog (docs/decisions/0032); absent: catalog order. */
+  caller?: { id: string; tenant: string };
 }
 
 export interface LlmResponse {

@@ -138,8 +138,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         finished('completed');
         return state;
       }
-      // By name: the worker resolves them to schemas.
-      const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = { tools: [], toolNames: visibleTools.map((t) => t.name) };
+      // By name: the worker resolves them to schemas. With the caller, whose most used tools lead a
+      // searched catalog (decision 0032); turns recorded before 'tool-search-caller' replay without it.
+      const caller = user && patched('tool-search-caller') ? { caller: { id: user.id, tenant: user.tenant } } : {};
+      const offered: Pick<LlmRequest, 'tools' | 'toolNames' | 'caller'> = { tools: [], toolNames: visibleTools.map((t) => t.name), ...caller };
       const messages: ChatMessage[] = buildInitialMessages({
         systemPrompt: options.systemPrompt,
         context: context.pieces,

@@ -388,7 +388,37 @@ async function captureSealed(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed]`: the groups to capture (default all). */
+/**
+ * A searched catalog (decision 0032): past a threshold of three tools the model gets the host's search
+ * tool; it searches, then calls a tool it found; the LLM steps carry the caller ('tool-search-caller').
+ */
+async function captureToolSearch(): Promise<void> {
+  const rules: DemoRules = {
+    model: 'demo-model',
+    fallback: 'no script',
+    scripts: [
+      {
+        name: 'search',
+        match: '^find a tool to (.+)$',
+        steps: [
+          { toolCalls: [{ name: 'host__search_tools', arguments: { query: '{{match.1}}' } }] },
+          { toolCalls: [{ name: 'everything__echo', arguments: { message: 'found by search' } }] },
+          { text: 'echo: {{result.last}}' },
+        ],
+      },
+    ],
+  };
+  const sys = await startSystem({ rules, host: { toolSearch: { threshold: 3, offered: 2, results: 3 } } });
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'find a tool to echo a message');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-tool-search', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed] [tool-search]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -408,6 +438,7 @@ async function all(): Promise<void> {
   if (want('traced')) await captureTraced();
   if (want('overlap')) await captureOverlap();
   if (want('sealed')) await captureSealed();
+  if (want('tool-search')) await captureToolSearch();
 }
 
 all().catch((err: unknown) => {
