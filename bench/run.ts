@@ -15,6 +15,8 @@
  *      of each, and what a turn costs the shared parts (bench/sections/scale.ts). It runs last.
  *   7. the payload codec: a turn's payloads through no codec, encryption, the claim check and both,
  *      against the floor of the turn's shape, and a 1 MiB payload (bench/sections/codec.ts), before the throughput levels.
+ *   8. hundreds of tools: tool-list tokens per turn with tool search against offering all 300 tools of
+ *      12 stand-in servers, twenty requests each (bench/sections/tool-search.ts, its own dev server).
  *
  * It prints tables and writes `.data/bench/latest.json`. Targets are reported, never enforced.
  * Not a test: nothing here fails on a figure; it exits non-zero only when a turn goes wrong.
@@ -45,6 +47,7 @@ import { throughputSection } from './sections/throughput';
 import { scaleSection } from './sections/scale';
 import { renderSessionHop, sessionHopSection } from './sections/session-hop';
 import { codecSection, renderCodec } from './sections/codec';
+import { renderToolSearch, toolSearchSection } from './sections/tool-search';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
 // ------------------------------------------------------------------------------------ cleanup
@@ -150,6 +153,7 @@ async function main(): Promise<void> {
   }
   const sessionHop = want('session-hop') && paths ? await sessionHopSection(sys, pids, paths, opts, resetNotes) : undefined;
   const codec = want('codec') && paths ? await codecSection(sys, paths, opts) : undefined;
+  const toolSearch = want('tool-search') ? await toolSearchSection() : undefined;
   // The throughput budget predates the streaming section: its time is not counted against it.
   const throughput = want('throughput') && paths ? await throughputSection(pids, paths, opts, resetNotes, started + streamingMs) : { rows: [], skipped: [] };
   // Last: it stops the system's own worker and brings PostgreSQL, two APIs and up to three workers.
@@ -182,7 +186,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : [])].join('\n\n');
+  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : []), ...(toolSearch ? [renderToolSearch(toolSearch)] : [])].join('\n\n');
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -204,6 +208,7 @@ async function main(): Promise<void> {
         streaming: streaming ?? null,
         sessionHop: sessionHop ?? null,
         codec: codec ?? null,
+        toolSearch: toolSearch ?? null,
         scale: scale ?? null,
         targets,
         report,

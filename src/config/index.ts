@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { INTENT_FLAGS, type IntentRule } from '../core/intents';
 import { DEFAULT_TOOL_SEARCH } from '../core/tool-search';
 import { describeIssues } from '../shared/issues';
 import { DEFAULT_MAX_MESSAGE_CHARS } from '../shared/message-limits';
@@ -222,6 +223,20 @@ const ContextSpecSchema = z.object({
     .default([]),
 }) satisfies z.ZodType<ContextSpec, unknown>;
 
+const IntentSchema = ContextSpecSchema.extend({
+  name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, 'a name of 1-64 characters from [a-zA-Z0-9_.-]'),
+  match: z.string().min(1).max(1_000),
+  flags: z.string().regex(INTENT_FLAGS, 'flags from i, m, s, u').default('i'),
+})
+  .strict()
+  .superRefine((rule, ctx) => {
+    try {
+      new RegExp(rule.match, rule.flags);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: ['match'], message: `not a regular expression: ${(err as Error).message}` });
+    }
+  }) satisfies z.ZodType<IntentRule, unknown>;
+
 const RetrySchema = z.object({
   maximumAttempts: z.number().int().min(1).max(100),
   initialIntervalMs: z.number().int().min(1),
@@ -237,6 +252,8 @@ export const HostConfigSchema = z
     context: ContextSpecSchema.default({ resources: [], prompts: [] }),
     /** Context per caller role (seed 000 §9.5); roles not listed get `context`. */
     contextByRole: z.record(z.string(), ContextSpecSchema).default({}),
+    /** Context by intent (src/core/intents.ts): a message matching `match` also gathers the rule's resources and prompts. */
+    intents: z.array(IntentSchema).max(200).default([]),
     /**
      * Catalogs too large to offer whole (docs/decisions/0032): past `threshold` visible tools the model gets the
      * host's search tool and `offered` tools (the caller's most used), and each search returns up to `results`.
@@ -385,11 +402,13 @@ export interface TurnSettings {
   turnOptions: TurnOptions;
   /** Context to gather per caller role; other roles get turnOptions.context. */
   contextByRole: Record<string, ContextSpec>;
+  /** Context to gather by what the message says, beside the role's (src/core/intents.ts); absent: none. */
+  intents?: IntentRule[];
   sessionSettings: SessionSettings;
 }
 
 export function turnSettingsFrom(host: HostConfig, policy: Policy): TurnSettings {
-  return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, sessionSettings: sessionSettingsFrom(host) };
+  return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, intents: host.intents, sessionSettings: sessionSettingsFrom(host) };
 }
 
 /** The path of the API's OAuth callback route (the redirect URI's path). */

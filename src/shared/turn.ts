@@ -82,8 +82,9 @@ export interface LlmResponse {
 
 /** What the conversation asks to be gathered as context before the first LLM call. */
 export interface ContextSpec {
-  resources: { server: string; uri: string }[];
-  prompts: { server: string; name: string; arguments?: Record<string, string> }[];
+  /** `because`: why the API chose it (a role or an intent rule, src/core/intents.ts); absent before intents, or when none matched. */
+  resources: { server: string; uri: string; because?: string }[];
+  prompts: { server: string; name: string; arguments?: Record<string, string>; because?: string }[];
 }
 
 export interface RetryProfile {

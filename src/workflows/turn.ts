@@ -10,6 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { buildInitialMessages, planToolCalls, truncate, type PlannedCall } from '../core/host-loop';
+import { contextReasons } from '../core/intents';
 import { readOnlyCallsStayLocal } from '../core/local-calls';
 import { filterCatalog } from '../core/policy';
 import { createTurnPhase } from '../core/turn-phase';
@@ -119,6 +120,12 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       ]);
       for (const f of context.failures) {
         emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
+      }
+      // Why each piece of context was read, when an intent rule chose some (decision 0032); only such turns write the patch's marker.
+      const reasons = input.directCall ? [] : contextReasons(options.context);
+      if (reasons.length > 0 && patched('context-reasons')) {
+        const read = reasons.map((r) => ({ ...r, read: context.pieces.some((p) => p.server === r.server && p.ref === r.ref) }));
+        emit('notice', { code: 'context_chosen', message: truncate(`Context: ${reasons.map((r) => `${r.ref} from ${r.server} (${r.because})`).join('; ')}`, 400), pieces: read });
       }
       const unavailable = catalog.servers.filter((s) => s.state === 'unavailable');
       for (const s of unavailable) {

@@ -418,7 +418,19 @@ async function captureToolSearch(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed] [tool-search]`: the groups to capture (default all). */
+/** Context by intent (decision 0032): a message an intent rule matches reads its resource, and the turn says why ('context-reasons'). */
+async function captureContextIntent(): Promise<void> {
+  const sys = await startSystem({ host: { intents: [{ name: 'my-notes', match: 'my notes', resources: [{ server: 'notes', uri: 'notes://all' }] }] } });
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', 'hello, what is in my notes?');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, 'turn-context-intent', body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed] [tool-search] [context-intent]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -439,6 +451,7 @@ async function all(): Promise<void> {
   if (want('overlap')) await captureOverlap();
   if (want('sealed')) await captureSealed();
   if (want('tool-search')) await captureToolSearch();
+  if (want('context-intent')) await captureContextIntent();
 }
 
 all().catch((err: unknown) => {

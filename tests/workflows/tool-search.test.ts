@@ -1,16 +1,8 @@
-import pino from 'pino';
-import { createActivities } from '../../src/activities';
-import type { ToolSearchSettings } from '../../src/core/tool-search';
-import { parseMcpConfig } from '../../src/mcp/config';
-import { McpServerHub } from '../../src/mcp/pool';
 import type { Policy } from '../../src/shared/policy';
-import type { TurnInput, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
-import { createArgumentValidator } from '../../src/validation/json-schema';
-import { TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
-import type { turnWorkflow } from '../../src/workflows/turn';
-import { offeredTokens, REQUESTS, searchingModel, SERVERS, startManyServers, TOOL_COUNT, type ManyServers } from '../helpers/many-tools';
-import { newTurnId, OWNER, STRANGER, type RunningWorker, startWorker, startWorkflowEnv, turnInput, type WorkflowEnv } from './harness';
+import { REQUESTS, SERVERS, TOOL_COUNT } from '../helpers/many-tools';
+import { startToolSearchRig, type ToolSearchRig } from '../helpers/tool-search-rig';
+import { OWNER, STRANGER } from './harness';
 
 /**
  * Hundreds of tools (docs/decisions/0032): the real turn workflow and the real activities over 12
@@ -20,12 +12,7 @@ import { newTurnId, OWNER, STRANGER, type RunningWorker, startWorker, startWorkf
  */
 jest.setTimeout(300_000);
 
-let env: WorkflowEnv;
-let servers: ManyServers;
-let hub: McpServerHub;
-let worker: RunningWorker;
-const model = searchingModel();
-let settings: ToolSearchSettings = { threshold: 40, offered: 20, results: 8 };
+let rig: ToolSearchRig;
 
 /** Every tool for members; clerks only crm and support. */
 const POLICY: Policy = {
@@ -35,44 +22,24 @@ const POLICY: Policy = {
 const CLERK: UserContext = { id: 'u-clerk', role: 'clerk', tenant: 't-one', scopes: [] };
 
 beforeAll(async () => {
-  servers = await startManyServers();
-  const config = parseMcpConfig({ mcpServers: Object.fromEntries(Object.entries(servers.urls).map(([n, url]) => [n, { url }])) }, {}, process.cwd());
-  hub = new McpServerHub(config, { logger: pino({ level: 'silent' }) });
-  env = await startWorkflowEnv();
-  const activities = createActivities({
-    hub: { ...hub, catalog: () => hub.catalog(), callTool: (r) => hub.callTool(r), readResource: () => Promise.reject(new Error('n/a')), getPrompt: () => Promise.reject(new Error('n/a')), status: () => hub.status(), close: () => hub.close() },
-    llm: model,
-    validator: createArgumentValidator(),
-    logger: pino({ level: 'silent' }),
-    secrets: [],
-    toolSearch: () => settings,
-  });
-  worker = await startWorker(env, activities);
+  rig = await startToolSearchRig();
 }, 180_000);
 afterAll(async () => {
-  await worker?.stop();
-  await env?.stop();
-  await hub?.close();
-  await servers?.close();
+  await rig?.stop();
 });
 
-async function runTurn(label: string, userText: string, user: UserContext = OWNER): Promise<{ state: TurnState; requests: typeof model.requests }> {
-  const id = newTurnId(label);
-  const input: TurnInput = turnInput(id, { userText, user, policy: POLICY });
-  const state = await env.client.workflow.execute<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: id, taskQueue: worker.taskQueue, args: [input] });
-  return { state, requests: model.requests.filter((r) => r.turnId === id) };
-}
+const runTurn = (label: string, text: string, user: UserContext = OWNER) => rig.runTurn(label, text, user, POLICY);
 
 const perTurn: number[] = [];
 
 test('the stand-ins serve 300 tools over 12 servers', async () => {
   expect(Object.keys(SERVERS)).toHaveLength(12);
   expect(TOOL_COUNT).toBe(300);
-  expect((await hub.catalog()).tools).toHaveLength(300);
+  expect((await rig.hub.catalog()).tools).toHaveLength(300);
 });
 
 test.each(REQUESTS.map((r, i) => [i + 1, r.text, r] as const))('request %i (%s) finds and calls its tool', async (i, _text, r) => {
-  const { state, requests } = await runTurn(`search-${i}`, r.text);
+  const { state, requests, tokens } = await runTurn(`search-${i}`, r.text);
   expect(state.status).toBe('completed');
   // Searched, then called the right tool, which ran.
   expect(state.toolCalls.map((c) => c.name)).toEqual(['host__search_tools', `${r.server}__${r.tool}`]);
@@ -80,12 +47,12 @@ test.each(REQUESTS.map((r, i) => [i + 1, r.text, r] as const))('request %i (%s) 
   // Offered the search tool and a first set, then the tools found appended after them.
   const [first, second] = requests.map((q) => q.tools.map((t) => t.name));
   expect(first?.[0]).toBe('host__search_tools');
-  expect(first).toHaveLength(1 + settings.offered);
+  expect(first).toHaveLength(1 + rig.settings.offered);
   expect(second?.slice(0, first?.length)).toEqual(first);
   expect(second).toContain(`${r.server}__${r.tool}`);
   expect(requests.every((q) => q.tools.length < 40)).toBe(true);
   expect(requests[0]?.caller).toEqual({ id: OWNER.id, tenant: OWNER.tenant });
-  perTurn.push(requests.reduce((n, q) => n + offeredTokens(q.tools), 0));
+  perTurn.push(tokens);
 });
 
 test("the caller's most used tools lead the next turn; a new caller gets the catalog's first tools", async () => {
@@ -94,7 +61,7 @@ test("the caller's most used tools lead the next turn; a new caller gets the cat
   // Twenty tools used once each: exactly the first set, in catalog order.
   expect(new Set(offered.slice(1))).toEqual(new Set(REQUESTS.map((r) => `${r.server}__${r.tool}`)));
   const fresh = await runTurn('usage-stranger', REQUESTS[0]?.text ?? '', STRANGER);
-  const first = (await hub.catalog()).tools.slice(0, settings.offered).map((t) => t.name);
+  const first = (await rig.hub.catalog()).tools.slice(0, rig.settings.offered).map((t) => t.name);
   expect(fresh.requests[0]?.tools.map((t) => t.name)).toEqual(['host__search_tools', ...first]);
 });
 
@@ -111,13 +78,13 @@ test('policy decides what search returns: a clerk never hears of billing', async
 });
 
 test('tokens per turn: offering all 300 tools against search', async () => {
-  settings = { ...settings, threshold: 1_000 };
+  rig.settings.threshold = 1_000;
   const all: number[] = [];
   for (const [i, r] of REQUESTS.slice(0, 5).entries()) {
-    const { state, requests } = await runTurn(`all-${i}`, r.text);
+    const { state, requests, tokens } = await runTurn(`all-${i}`, r.text);
     expect(state.toolCalls.map((c) => c.name)).toEqual([`${r.server}__${r.tool}`]);
     expect(requests[0]?.tools).toHaveLength(300);
-    all.push(requests.reduce((n, q) => n + offeredTokens(q.tools), 0));
+    all.push(tokens);
   }
   const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
   process.stdout.write(`tool tokens per turn: all tools ${mean(all)}, search ${mean(perTurn)} (${perTurn.length} turns)\n`);
