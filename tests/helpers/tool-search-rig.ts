@@ -9,7 +9,7 @@ import { DEFAULT_TOOL_SEARCH, type ToolSearchSettings } from '../../src/core/too
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import type { Policy } from '../../src/shared/policy';
-import type { LlmRequest, TurnState } from '../../src/shared/turn';
+import type { LlmRequest, TurnInput, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import { createArgumentValidator } from '../../src/validation/json-schema';
 import { TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
@@ -22,7 +22,7 @@ export interface ToolSearchRig {
   /** The worker's toolSearch settings, as the host config's reload would change them. */
   settings: ToolSearchSettings;
   /** Runs one turn of `user` to its end: its state, the model's requests and the tool-list tokens they offered. */
-  runTurn(label: string, userText: string, user: UserContext, policy: Policy): Promise<{ state: TurnState; requests: LlmRequest[]; tokens: number }>;
+  runTurn(label: string, userText: string, user: UserContext, policy: Policy, overrides?: Partial<TurnInput>): Promise<{ state: TurnState; requests: LlmRequest[]; tokens: number }>;
   stop(): Promise<void>;
 }
 
@@ -35,12 +35,12 @@ export async function startToolSearchRig(): Promise<ToolSearchRig> {
   const rig: ToolSearchRig = {
     hub,
     settings: { ...DEFAULT_TOOL_SEARCH },
-    async runTurn(label, userText, user, policy) {
+    async runTurn(label, userText, user, policy, overrides = {}) {
       const id = newTurnId(label);
       const state = await env.client.workflow.execute<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, {
         workflowId: id,
         taskQueue: worker.taskQueue,
-        args: [turnInput(id, { userText, user, policy })],
+        args: [turnInput(id, { userText, user, policy, ...overrides })],
       });
       const requests = model.requests.filter((r) => r.turnId === id);
       return { state, requests, tokens: requests.reduce((n, q) => n + offeredTokens(q.tools), 0) };

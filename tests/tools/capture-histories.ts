@@ -408,23 +408,22 @@ async function captureToolSearch(): Promise<void> {
       },
     ],
   };
-  const sys = await startSystem({ rules, host: { toolSearch: { threshold: 3, offered: 2, results: 3 } } });
-  try {
-    const { body } = await postMessage(sys.apiUrl, 'replay', 'find a tool to echo a message');
-    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
-    await save(sys, 'turn-tool-search', body.turnId);
-  } finally {
-    await sys.stop();
-  }
+  await captureOneTurn('turn-tool-search', { rules, host: { toolSearch: { threshold: 3, offered: 2, results: 3 } } }, 'find a tool to echo a message');
 }
 
 /** Context by intent (decision 0032): a message an intent rule matches reads its resource, and the turn says why ('context-reasons'). */
 async function captureContextIntent(): Promise<void> {
-  const sys = await startSystem({ host: { intents: [{ name: 'my-notes', match: 'my notes', resources: [{ server: 'notes', uri: 'notes://all' }] }] } });
+  const intents = [{ name: 'my-notes', match: 'my notes', resources: [{ server: 'notes', uri: 'notes://all' }] }];
+  await captureOneTurn('turn-context-intent', { host: { intents } }, 'hello, what is in my notes?');
+}
+
+/** One message's turn on a system of its own, saved under `name`. */
+async function captureOneTurn(name: string, options: Parameters<typeof startSystem>[0], text: string): Promise<void> {
+  const sys = await startSystem(options);
   try {
-    const { body } = await postMessage(sys.apiUrl, 'replay', 'hello, what is in my notes?');
+    const { body } = await postMessage(sys.apiUrl, 'replay', text);
     await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
-    await save(sys, 'turn-context-intent', body.turnId);
+    await save(sys, name, body.turnId);
   } finally {
     await sys.stop();
   }

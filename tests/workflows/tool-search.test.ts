@@ -2,7 +2,8 @@ import type { Policy } from '../../src/shared/policy';
 import type { UserContext } from '../../src/shared/user';
 import { REQUESTS, SERVERS, TOOL_COUNT } from '../helpers/many-tools';
 import { startToolSearchRig, type ToolSearchRig } from '../helpers/tool-search-rig';
-import { OWNER, STRANGER } from './harness';
+import { OWNER, STRANGER, turnOptions } from './harness';
+import { contextFor } from '../../src/core/intents';
 
 /**
  * Hundreds of tools (docs/decisions/0032): the real turn workflow and the real activities over 12
@@ -90,4 +91,29 @@ test('tokens per turn: offering all 300 tools against search', async () => {
   process.stdout.write(`tool tokens per turn: all tools ${mean(all)}, search ${mean(perTurn)} (${perTurn.length} turns)\n`);
   expect(perTurn).toHaveLength(20);
   expect(mean(perTurn) * 4).toBeLessThan(mean(all));
+});
+
+test("context by intent: the turn's context_chosen notice says why each piece was read, and whether it could be", async () => {
+  const context = contextFor({
+    role: OWNER.role,
+    text: 'Get the quarterly report',
+    byRole: {},
+    base: { resources: [{ server: 'docs', uri: 'docs://index' }], prompts: [] },
+    intents: [{ name: 'reporting', match: 'report', flags: 'i', resources: [{ server: 'analytics', uri: 'analytics://kpis' }], prompts: [] }],
+  });
+  const { state } = await rig.runTurn('intent', 'Get the quarterly report', OWNER, POLICY, { options: turnOptions({ context }) });
+  const notices = state.events.filter((e) => e.type === 'notice').map((e) => e.data);
+  // The stand-ins serve no resources: both reads fail, and the reasons are there all the same.
+  expect(notices.filter((n) => n['code'] === 'context_unavailable')).toHaveLength(2);
+  expect(notices.find((n) => n['code'] === 'context_chosen')).toEqual({
+    code: 'context_chosen',
+    message: 'Context: docs://index from docs (default context); analytics://kpis from analytics (intent reporting)',
+    pieces: [
+      { kind: 'resource', server: 'docs', ref: 'docs://index', because: 'default context', read: false },
+      { kind: 'resource', server: 'analytics', ref: 'analytics://kpis', because: 'intent reporting', read: false },
+    ],
+  });
+  // Without a matching rule, no reasons and no notice.
+  const plain = await rig.runTurn('no-intent', 'Get the quarterly report', OWNER, POLICY, { options: turnOptions({ context: { resources: [{ server: 'docs', uri: 'docs://index' }], prompts: [] } }) });
+  expect(plain.state.events.some((e) => e.data['code'] === 'context_chosen')).toBe(false);
 });
