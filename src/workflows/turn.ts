@@ -146,8 +146,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         return state;
       }
       // By name: the worker resolves them to schemas. With the caller, whose most used tools lead a
-      // searched catalog (decision 0032); turns recorded before 'tool-search-caller' replay without it.
-      const caller = user && patched('tool-search-caller') ? { caller: { id: user.id, tenant: user.tenant } } : {};
+      // searched catalog (decision 0032): an activity's input is not compared on replay, so no patch.
+      const caller = user ? { caller: { id: user.id, tenant: user.tenant } } : {};
       const offered: Pick<LlmRequest, 'tools' | 'toolNames' | 'caller'> = { tools: [], toolNames: visibleTools.map((t) => t.name), ...caller };
       const messages: ChatMessage[] = buildInitialMessages({
         systemPrompt: options.systemPrompt,

@@ -390,7 +390,7 @@ async function captureSealed(): Promise<void> {
 
 /**
  * A searched catalog (decision 0032): past a threshold of three tools the model gets the host's search
- * tool; it searches, then calls a tool it found; the LLM steps carry the caller ('tool-search-caller').
+ * tool; it searches, then calls a tool it found; the LLM steps carry the caller.
  */
 async function captureToolSearch(): Promise<void> {
   const rules: DemoRules = {
