@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { INTENT_FLAGS, type IntentRule } from '../core/intents';
+import type { IntentRule } from '../core/intents';
 import { DEFAULT_TOOL_SEARCH } from '../core/tool-search';
+import { ContextSpecSchema, IntentSchema, ToolSearchSchema } from './context-schemas';
 import { describeIssues } from '../shared/issues';
 import { DEFAULT_MAX_MESSAGE_CHARS } from '../shared/message-limits';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
@@ -215,28 +216,6 @@ const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
   }
 });
 
-/** What the conversation asks to be gathered as context before the first LLM call. */
-const ContextSpecSchema = z.object({
-  resources: z.array(z.object({ server: z.string(), uri: z.string() })).default([]),
-  prompts: z
-    .array(z.object({ server: z.string(), name: z.string(), arguments: z.record(z.string(), z.string()).optional() }))
-    .default([]),
-}) satisfies z.ZodType<ContextSpec, unknown>;
-
-const IntentSchema = ContextSpecSchema.extend({
-  name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, 'a name of 1-64 characters from [a-zA-Z0-9_.-]'),
-  match: z.string().min(1).max(1_000),
-  flags: z.string().regex(INTENT_FLAGS, 'flags from i, m, s, u').default('i'),
-})
-  .strict()
-  .superRefine((rule, ctx) => {
-    try {
-      new RegExp(rule.match, rule.flags);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', path: ['match'], message: `not a regular expression: ${(err as Error).message}` });
-    }
-  }) satisfies z.ZodType<IntentRule, unknown>;
-
 const RetrySchema = z.object({
   maximumAttempts: z.number().int().min(1).max(100),
   initialIntervalMs: z.number().int().min(1),
@@ -258,15 +237,7 @@ export const HostConfigSchema = z
      * Catalogs too large to offer whole (docs/decisions/0032): past `threshold` visible tools the model gets the
      * host's search tool and `offered` tools (the caller's most used), and each search returns up to `results`.
      */
-    toolSearch: z
-      .object({
-        threshold: z.number().int().min(1).max(10_000).default(DEFAULT_TOOL_SEARCH.threshold),
-        offered: z.number().int().min(0).max(1_000).default(DEFAULT_TOOL_SEARCH.offered),
-        results: z.number().int().min(1).max(100).default(DEFAULT_TOOL_SEARCH.results),
-      })
-      .strict()
-      .refine((t) => t.offered <= t.threshold, { message: 'offered must not exceed threshold', path: ['offered'] })
-      .default(DEFAULT_TOOL_SEARCH),
+    toolSearch: ToolSearchSchema.default(DEFAULT_TOOL_SEARCH),
     llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
     mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
     timeouts: z
