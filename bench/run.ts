@@ -15,7 +15,9 @@
  *      of each, and what a turn costs the shared parts (bench/sections/scale.ts). It runs last.
  *   7. the payload codec: a turn's payloads through no codec, encryption, the claim check and both,
  *      against the floor of the turn's shape, and a 1 MiB payload (bench/sections/codec.ts), before the throughput levels;
- *   8. session protocols at the floor: the turn's no-op shape through today's session protocol and the
+ *   8. hundreds of tools: tool-list tokens per turn with tool search against offering all 300 tools of
+ *      12 stand-in servers, twenty requests each (bench/sections/tool-search.ts, its own dev server);
+ *   9. session protocols at the floor: the turn's no-op shape through today's session protocol and the
  *      candidate designs of issue 23, no project code (bench/sections/protocols.ts, bench/floor/protocols.ts).
  *
  * It prints tables and writes `.data/bench/latest.json`. Targets are reported, never enforced.
@@ -48,6 +50,7 @@ import { scaleSection } from './sections/scale';
 import { renderSessionHop, sessionHopSection } from './sections/session-hop';
 import { codecSection, renderCodec } from './sections/codec';
 import { protocolsSection, renderProtocols } from './sections/protocols';
+import { renderToolSearch, toolSearchSection } from './sections/tool-search';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
 // ------------------------------------------------------------------------------------ cleanup
@@ -154,6 +157,7 @@ async function main(): Promise<void> {
   const sessionHop = want('session-hop') && paths ? await sessionHopSection(sys, pids, paths, opts, resetNotes) : undefined;
   const protocols = want('protocols') && paths ? await protocolsSection(sys.client, pids, paths, opts) : undefined;
   const codec = want('codec') && paths ? await codecSection(sys, paths, opts) : undefined;
+  const toolSearch = want('tool-search') ? await toolSearchSection() : undefined;
   // The throughput budget predates the streaming section: its time is not counted against it.
   const throughput = want('throughput') && paths ? await throughputSection(pids, paths, opts, resetNotes, started + streamingMs) : { rows: [], skipped: [] };
   // Last: it stops the system's own worker and brings PostgreSQL, two APIs and up to three workers.
@@ -186,7 +190,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(protocols ? [renderProtocols(protocols)] : []), ...(codec ? [renderCodec(codec)] : [])].join('\n\n');
+  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : []), ...(toolSearch ? [renderToolSearch(toolSearch)] : []), ...(protocols ? [renderProtocols(protocols)] : [])].join('\n\n');
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -209,6 +213,7 @@ async function main(): Promise<void> {
         sessionHop: sessionHop ?? null,
         protocols: protocols ?? null,
         codec: codec ?? null,
+        toolSearch: toolSearch ?? null,
         scale: scale ?? null,
         targets,
         report,

@@ -301,6 +301,7 @@ async function main(): Promise<void> {
         secrets,
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
         maxToolResultChars: () => hostConfig.current().maxToolResultChars,
+        toolSearch: () => hostConfig.current().toolSearch,
         live,
         metrics: metrics.observer,
         // Each model call attempt's tokens (turns' steps, sessions' summaries), against the workflow's

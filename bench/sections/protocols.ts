@@ -1,5 +1,5 @@
 /**
- * 8. Session protocols at the floor (issue 23): the turn's no-op shape run through each way a session
+ * 9. Session protocols at the floor (issue 23): the turn's no-op shape run through each way a session
  * could order its turns (bench/floor/protocols.ts), no project code anywhere, beside the plain floor of
  * the same shape on the same server and worker. Interleaved latency; CPU in blocks of each path alone;
  * throughput with 16 conversations at once; history events per turn (the turn's and its session's).
@@ -187,7 +187,7 @@ export function renderProtocols(r: ProtocolsResult): string {
     `${r.events[p].turn} + ${f(r.events[p].session)}`,
   ]);
   return [
-    `8. Session protocols at the floor (${r.shape.local} local + ${r.shape.regular} no-op activities per turn, no project code): ` +
+    `9. Session protocols at the floor (${r.shape.local} local + ${r.shape.regular} no-op activities per turn, no project code): ` +
       `${r.turns} turns per path, interleaved; CPU ms per turn in blocks of each path alone; throughput with ${CONCURRENCY} conversations at once`,
     table(['path', 'p50 ms', 'p99 ms', 'p50/floor', 'CPU temporal', 'CPU worker', 'CPU/floor', `turns/s c=${CONCURRENCY}`, 'tput/floor', 'events turn + session'], rows),
   ].join('\n');

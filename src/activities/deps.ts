@@ -1,5 +1,6 @@
 /** What the activities are built from: the worker's long-lived dependencies (./index.ts, ./llm.ts). */
 import type { AuditSink } from '../audit';
+import type { ToolSearchSettings } from '../core/tool-search';
 import type { LlmClient } from '../llm/client';
 import type { LivePublisher } from '../live/publisher';
 import type { Logger } from '../logger';
@@ -30,6 +31,8 @@ export interface ActivityDeps {
    * (src/mcp/render.ts boundToolOutcome); absent: returned whole, the turn cuts it.
    */
   maxToolResultChars?: () => number;
+  /** The host config's toolSearch (reloaded): when a catalog is searched instead of offered whole; absent: the defaults. */
+  toolSearch?: () => ToolSearchSettings;
   /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
   heartbeatEveryMs?: number;
   /** This worker in tool calls' heartbeat details (default: the SDK's default identity, pid@host). */

@@ -17,12 +17,13 @@ import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { Catalog, CatalogRefs, CatalogTool, ToolOutcome } from '../shared/tool-types';
-import { toLlmTools } from '../core/host-loop';
 import type { ContextSpec, ElicitationAnswer, InputAsked, LlmRequest, LlmToolSpec, SamplingAllowance } from '../shared/turn';
 import type { UserContext } from '../shared/user';
 import { createSessionLinkActivities } from './session-link';
 import type { ActivityDeps } from './deps';
 import { createLlmActivities } from './llm';
+import { createToolSearch } from './tool-search';
+import { HOST_SERVER, SEARCH_TOOL_REF } from '../core/tool-search';
 import { heartbeatsEvery, turnFields } from './shared';
 
 export type { SummarizeInput } from './llm';
@@ -66,6 +67,10 @@ export function createActivities(deps: ActivityDeps) {
   let lastCatalog: Catalog | undefined;
   const catalog = async (): Promise<Catalog> => (lastCatalog = await deps.hub.catalog());
 
+  const known = (c: Catalog | undefined) => new Map((c?.tools ?? []).map((t) => [t.name, t] as const));
+  /** Searches a catalog too large to offer whole (docs/decisions/0032). */
+  const search = createToolSearch(deps.toolSearch);
+
   /**
    * The tool specs of an LLM request: sent in full (older turns), or by name and resolved here from the
    * catalog (listed again if a name is unknown, e.g. on a worker that has not listed it yet). A name
@@ -73,16 +78,15 @@ export function createActivities(deps: ActivityDeps) {
    */
   async function toolSpecs(req: LlmRequest): Promise<LlmToolSpec[]> {
     if (!req.toolNames) return req.tools;
-    const names = req.toolNames;
-    const known = (c: Catalog | undefined) => new Map((c?.tools ?? []).map((t) => [t.name, t] as const));
+    const names = req.toolNames.filter((n) => n !== SEARCH_TOOL_REF.name);
     let byName = known(lastCatalog);
     if (names.some((n) => !byName.has(n))) byName = known(await catalog());
-    return toLlmTools(names.flatMap((n) => byName.get(n) ?? []));
+    return search.offer(req, byName).specs;
   }
 
   return {
     ...createSessionLinkActivities(deps.sessions),
-    ...createLlmActivities(deps, { specs: toolSpecs, withHeartbeats }),
+    ...createLlmActivities(deps, { specs: toolSpecs, withFound: (response, req) => search.withFound(response, req, known(lastCatalog)), withHeartbeats }),
 
     async recordAudit(entry: AuditRequest): Promise<void> {
       await deps.audit?.append(entry);
@@ -96,7 +100,9 @@ export function createActivities(deps: ActivityDeps) {
     async listToolRefs(): Promise<CatalogRefs> {
       const c = await catalog();
       const readOnly = (t: CatalogTool) => isReadOnly(deps.hub.serverConfig?.(t.server), t);
-      return { tools: c.tools.map((t) => ({ name: t.name, server: t.server, tool: t.tool, ...(readOnly(t) ? { readOnly: true as const } : {}) })), servers: c.servers };
+      const tools = c.tools.map((t) => ({ name: t.name, server: t.server, tool: t.tool, ...(readOnly(t) ? { readOnly: true as const } : {}) }));
+      // A catalog too large to offer whole carries the host's search tool (each LLM step decides for its caller).
+      return { tools: c.tools.length > search.settings().threshold ? [...tools, SEARCH_TOOL_REF] : tools, servers: c.servers };
     },
 
     async gatherContext(spec: ContextSpec, user?: UserContext): Promise<GatheredContext> {
@@ -149,6 +155,8 @@ export function createActivities(deps: ActivityDeps) {
         );
       };
       const catalog = await deps.hub.catalog();
+      // The host's own tool (search) is answered here, from what the LLM step found for the caller.
+      if (input.server === HOST_SERVER) return search.answer(input.tool, input.arguments, known(catalog));
       const entry = catalog.tools.find((t) => t.server === input.server && t.tool === input.tool);
       if (!entry) {
         const server = catalog.servers.find((s) => s.server === input.server);
@@ -273,6 +281,7 @@ export function createActivities(deps: ActivityDeps) {
           }
           if (outcome.isError) observe('tool_error', 'tool_error');
           else observe('ok');
+          if (!outcome.isError) search.recordUse(input.user, input.llmName, input.server);
           // What the model will see, not the whole answer: that is what enters the turn's history.
           const max = input.maxResultChars ?? deps.maxToolResultChars?.();
           const bounded = max === undefined ? outcome : boundToolOutcome(outcome, max);

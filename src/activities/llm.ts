@@ -27,7 +27,15 @@ export interface SummarizeInput {
 
 type LlmDeps = Pick<ActivityDeps, 'llm' | 'models' | 'live' | 'metrics' | 'logger' | 'secrets' | 'usage'>;
 
-export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequest) => Promise<LlmToolSpec[]>; withHeartbeats: WithHeartbeats }) {
+interface ToolOffer {
+  /** The tool specs a request offers (resolved from its names, a searched catalog's subset). */
+  specs: (req: LlmRequest) => Promise<LlmToolSpec[]>;
+  /** The response with what its search calls found (./tool-search.ts). */
+  withFound: (response: LlmResponse, req: LlmRequest) => LlmResponse;
+  withHeartbeats: WithHeartbeats;
+}
+
+export function createLlmActivities(deps: LlmDeps, tools: ToolOffer) {
   const { withHeartbeats } = tools;
 
   /** The model a request names (the host config's `models`), or the worker's default; an unknown name is final. */
@@ -73,7 +81,7 @@ export function createLlmActivities(deps: LlmDeps, tools: { specs: (req: LlmRequ
           deps.live?.end(req.turnId, req.step, attempt);
           observe('ok');
           // Recorded before the step ends; the result adds what the step's earlier attempts spent.
-          return await usage.answered('llm', llm, response, req.turnId);
+          return tools.withFound(await usage.answered('llm', llm, response, req.turnId), req);
         } catch (err) {
           await usage.failed('llm', llm, reported, req.turnId);
           // A cancelled turn is not an LLM failure: report the cancellation as such.

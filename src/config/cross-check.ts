@@ -10,7 +10,7 @@ import type { HostConfig } from './index';
 export interface CrossCheckInput {
   /** The configured MCP server names (disabled ones included: they are there, only switched off). */
   servers: readonly string[];
-  host: Pick<HostConfig, 'context' | 'contextByRole'>;
+  host: Pick<HostConfig, 'context' | 'contextByRole'> & Partial<Pick<HostConfig, 'intents'>>;
   policy: Policy;
   /** Labels for messages, usually the file paths. */
   hostSource: string;
@@ -28,6 +28,7 @@ export function crossCheck(input: CrossCheckInput): string[] {
   const contexts: Array<[string, HostConfig['context']]> = [
     ['context', input.host.context],
     ...Object.entries(input.host.contextByRole).map(([role, spec]): [string, HostConfig['context']] => [`contextByRole.${role}`, spec]),
+    ...(input.host.intents ?? []).map((rule, i): [string, HostConfig['context']] => [`intents[${i}] (${rule.name})`, rule]),
   ];
   for (const [where, spec] of contexts) {
     spec.resources.forEach((r, i) => {

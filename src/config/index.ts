@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import type { IntentRule } from '../core/intents';
+import { DEFAULT_TOOL_SEARCH } from '../core/tool-search';
+import { ContextSpecSchema, IntentSchema, ToolSearchSchema } from './context-schemas';
 import { describeIssues } from '../shared/issues';
 import { DEFAULT_MAX_MESSAGE_CHARS } from '../shared/message-limits';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
@@ -224,14 +227,6 @@ const CheckedEnvSchema = EnvSchema.superRefine((env, ctx) => {
   }
 });
 
-/** What the conversation asks to be gathered as context before the first LLM call. */
-const ContextSpecSchema = z.object({
-  resources: z.array(z.object({ server: z.string(), uri: z.string() })).default([]),
-  prompts: z
-    .array(z.object({ server: z.string(), name: z.string(), arguments: z.record(z.string(), z.string()).optional() }))
-    .default([]),
-}) satisfies z.ZodType<ContextSpec, unknown>;
-
 const RetrySchema = z.object({
   maximumAttempts: z.number().int().min(1).max(100),
   initialIntervalMs: z.number().int().min(1),
@@ -247,6 +242,13 @@ export const HostConfigSchema = z
     context: ContextSpecSchema.default({ resources: [], prompts: [] }),
     /** Context per caller role (seed 000 §9.5); roles not listed get `context`. */
     contextByRole: z.record(z.string(), ContextSpecSchema).default({}),
+    /** Context by intent (src/core/intents.ts): a message matching `match` also gathers the rule's resources and prompts. */
+    intents: z.array(IntentSchema).max(200).default([]),
+    /**
+     * Catalogs too large to offer whole (docs/decisions/0032): past `threshold` visible tools the model gets the
+     * host's search tool and `offered` tools (the caller's most used), and each search returns up to `results`.
+     */
+    toolSearch: ToolSearchSchema.default(DEFAULT_TOOL_SEARCH),
     llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
     mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
     timeouts: z
@@ -382,11 +384,13 @@ export interface TurnSettings {
   turnOptions: TurnOptions;
   /** Context to gather per caller role; other roles get turnOptions.context. */
   contextByRole: Record<string, ContextSpec>;
+  /** Context to gather by what the message says, beside the role's (src/core/intents.ts); absent: none. */
+  intents?: IntentRule[];
   sessionSettings: SessionSettings;
 }
 
 export function turnSettingsFrom(host: HostConfig, policy: Policy): TurnSettings {
-  return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, sessionSettings: sessionSettingsFrom(host) };
+  return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, intents: host.intents, sessionSettings: sessionSettingsFrom(host) };
 }
 
 /** The path of the API's OAuth callback route (the redirect URI's path). */

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { HOST_SERVER } from '../core/tool-search';
 import { describeIssues } from '../shared/issues';
 import { ProblemList, resolveEnvRefs, resolveRecord, type PathPart, type RefContext } from './config-refs';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './transport-limits';
@@ -192,6 +193,10 @@ export function parseMcpConfig(
     const at: PathPart[] = [serversKey, name];
     if (!SERVER_NAME_PATTERN.test(name) || name.includes('__')) {
       problems.add(at, 'invalid server name: use 1-32 characters from [a-zA-Z0-9_-], without "__"');
+      continue;
+    }
+    if (name === HOST_SERVER) {
+      problems.add(at, `"${HOST_SERVER}" is reserved for the host's own tools (tool search): choose another name`);
       continue;
     }
     if (!isPlainObject(entry)) {

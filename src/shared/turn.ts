@@ -62,6 +62,8 @@ export interface LlmRequest {
   maxTokens?: number;
   /** A model by its name in the host config's `models`; absent: the worker's default model. */
   model?: string;
+  /** Who asks (a turn's user): their most used tools lead a searched catalog (docs/decisions/0032); absent: catalog order. */
+  caller?: { id: string; tenant: string };
 }
 
 export interface LlmResponse {
@@ -80,8 +82,9 @@ export interface LlmResponse {
 
 /** What the conversation asks to be gathered as context before the first LLM call. */
 export interface ContextSpec {
-  resources: { server: string; uri: string }[];
-  prompts: { server: string; name: string; arguments?: Record<string, string> }[];
+  /** `because`: why the API chose it (a role or an intent rule, src/core/intents.ts); absent before intents, or when none matched. */
+  resources: { server: string; uri: string; because?: string }[];
+  prompts: { server: string; name: string; arguments?: Record<string, string>; because?: string }[];
 }
 
 export interface RetryProfile {

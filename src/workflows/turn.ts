@@ -10,6 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { buildInitialMessages, planToolCalls, truncate, type PlannedCall } from '../core/host-loop';
+import { contextReasons } from '../core/intents';
 import { readOnlyCallsStayLocal } from '../core/local-calls';
 import { filterCatalog } from '../core/policy';
 import { createTurnPhase } from '../core/turn-phase';
@@ -120,6 +121,12 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
       for (const f of context.failures) {
         emit('notice', { code: 'context_unavailable', message: `Could not read ${f.ref} from ${f.server}: ${f.error}` });
       }
+      // Why each piece of context was read, when an intent rule chose some (decision 0032); only such turns write the patch's marker.
+      const reasons = input.directCall ? [] : contextReasons(options.context);
+      if (reasons.length > 0 && patched('context-reasons')) {
+        const read = reasons.map((r) => ({ ...r, read: context.pieces.some((p) => p.server === r.server && p.ref === r.ref) }));
+        emit('notice', { code: 'context_chosen', message: truncate(`Context: ${reasons.map((r) => `${r.ref} from ${r.server} (${r.because})`).join('; ')}`, 400), pieces: read });
+      }
       const unavailable = catalog.servers.filter((s) => s.state === 'unavailable');
       for (const s of unavailable) {
         emit('notice', { code: 'server_unavailable', server: s.server, message: `Server ${s.server} is unavailable.` });
@@ -138,8 +145,10 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         finished('completed');
         return state;
       }
-      // By name: the worker resolves them to schemas.
-      const offered: Pick<LlmRequest, 'tools' | 'toolNames'> = { tools: [], toolNames: visibleTools.map((t) => t.name) };
+      // By name: the worker resolves them to schemas. With the caller, whose most used tools lead a
+      // searched catalog (decision 0032): an activity's input is not compared on replay, so no patch.
+      const caller = user ? { caller: { id: user.id, tenant: user.tenant } } : {};
+      const offered: Pick<LlmRequest, 'tools' | 'toolNames' | 'caller'> = { tools: [], toolNames: visibleTools.map((t) => t.name), ...caller };
       const messages: ChatMessage[] = buildInitialMessages({
         systemPrompt: options.systemPrompt,
         context: context.pieces,

@@ -388,7 +388,48 @@ async function captureSealed(): Promise<void> {
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed]`: the groups to capture (default all). */
+/**
+ * A searched catalog (decision 0032): past a threshold of three tools the model gets the host's search
+ * tool; it searches, then calls a tool it found; the LLM steps carry the caller.
+ */
+async function captureToolSearch(): Promise<void> {
+  const rules: DemoRules = {
+    model: 'demo-model',
+    fallback: 'no script',
+    scripts: [
+      {
+        name: 'search',
+        match: '^find a tool to (.+)$',
+        steps: [
+          { toolCalls: [{ name: 'host__search_tools', arguments: { query: '{{match.1}}' } }] },
+          { toolCalls: [{ name: 'everything__echo', arguments: { message: 'found by search' } }] },
+          { text: 'echo: {{result.last}}' },
+        ],
+      },
+    ],
+  };
+  await captureOneTurn('turn-tool-search', { rules, host: { toolSearch: { threshold: 3, offered: 2, results: 3 } } }, 'find a tool to echo a message');
+}
+
+/** Context by intent (decision 0032): a message an intent rule matches reads its resource, and the turn says why ('context-reasons'). */
+async function captureContextIntent(): Promise<void> {
+  const intents = [{ name: 'my-notes', match: 'my notes', resources: [{ server: 'notes', uri: 'notes://all' }] }];
+  await captureOneTurn('turn-context-intent', { host: { intents } }, 'hello, what is in my notes?');
+}
+
+/** One message's turn on a system of its own, saved under `name`. */
+async function captureOneTurn(name: string, options: Parameters<typeof startSystem>[0], text: string): Promise<void> {
+  const sys = await startSystem(options);
+  try {
+    const { body } = await postMessage(sys.apiUrl, 'replay', text);
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    await save(sys, name, body.turnId);
+  } finally {
+    await sys.stop();
+  }
+}
+
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed] [tool-search] [context-intent]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -408,6 +449,8 @@ async function all(): Promise<void> {
   if (want('traced')) await captureTraced();
   if (want('overlap')) await captureOverlap();
   if (want('sealed')) await captureSealed();
+  if (want('tool-search')) await captureToolSearch();
+  if (want('context-intent')) await captureContextIntent();
 }
 
 all().catch((err: unknown) => {

@@ -215,6 +215,8 @@ describe('loadMcpConfig', () => {
       expect(message.startsWith('mcp.json: mcpServers')).toBe(true);
     }
     expect(parseMcpConfig({ mcpServers: { 'ok-name_1': { command: 'x' }, ['y'.repeat(32)]: { command: 'x' } } }, {}, dir)).toBeDefined();
+    // The host's own tools (tool search) live under "host".
+    expect(configError(() => parseMcpConfig({ mcpServers: { host: { command: 'x' } } }, {}, dir, 'mcp.json'))).toContain('mcp.json: mcpServers.host: "host" is reserved');
   });
 
   it('rejects a document without mcpServers', () => {

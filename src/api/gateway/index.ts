@@ -30,6 +30,7 @@ import {
   turnStateQuery,
 } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
+import { contextFor } from '../../core/intents';
 import type { SessionInput, SessionView, SubmitMessageInput, SubmitMessageResult, TurnEnd } from '../../shared/session';
 import { createCatalogReader } from './catalog';
 import { createListing, type SessionCursor, type SessionPage, type TurnSummary } from './listing';
@@ -174,7 +175,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
 
     async submitMessage({ turnId, sessionId, text, user, token, directCall }) {
       const owner = { id: user.id, tenant: user.tenant };
-      const { policy, turnOptions, contextByRole, sessionSettings } = opts.settings();
+      const { policy, turnOptions, contextByRole, intents, sessionSettings } = opts.settings();
       const sessionWorkflow = sessionWorkflowId(ownerKey(owner), sessionId);
       const turnInput: TurnInput = {
         turnId,
@@ -187,7 +188,8 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
         ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
         history: [],
         sessionWorkflowId: sessionWorkflow,
-        options: { ...turnOptions, context: contextByRole[user.role] ?? turnOptions.context },
+        // The role's context, and what intent rules matching the message add (each piece says why).
+        options: { ...turnOptions, context: contextFor({ role: user.role, text, byRole: contextByRole, base: turnOptions.context, intents: intents ?? [] }) },
       };
       const searchAttributes = [
         { key: SessionIdKey, value: sessionId },
