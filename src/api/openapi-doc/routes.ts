@@ -272,7 +272,7 @@ export const routeSchemas = {
     params: fromZod(ServerParams, 'input'),
     response: {
       200: { ...fromZod(ServerReconnected), description: "The server's state after listing it again." },
-      ...errors([401, 404, 429, 503]),
+      ...errors([400, 401, 404, 429, 503], { 400: '`invalid_request`: a server name no config could hold (empty, or over 100 characters).' }),
     },
   },
   listSuggestions: {
