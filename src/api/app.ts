@@ -58,6 +58,12 @@ export interface AppDeps {
   /** Interval of SSE keep-alive comments. */
   sseKeepAliveMs?: number;
   /**
+   * The SSE follower's safety-net reads while pushes flow (turn-follower.ts): how long without news
+   * before the turn is read anyway, and how long a just-submitted turn's first push is waited for.
+   * Defaults 2000 and 250 ms; tests that count Temporal reads on a loaded machine widen them.
+   */
+  sseSafetyNet?: { quietPollMs?: number; expectedPushGraceMs?: number };
+  /**
    * Live LLM text. With `secret`, workers push deltas to POST /internal/live (see src/live);
    * streams then carry text_delta / text_reset events besides the durable ones. `ingest` (several
    * replicas: the bus) takes pushed batches instead of `hub`; the push is answered once it resolves.
@@ -219,6 +225,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...live,
     pollMs: deps.ssePollMs,
     ...(deps.sseKeepAliveMs !== undefined ? { keepAliveMs: deps.sseKeepAliveMs } : {}),
+    ...(deps.sseSafetyNet ? { safetyNet: deps.sseSafetyNet } : {}),
   });
   // GET /ws: the same turns over a WebSocket, through the same service and the same follower.
   await app.register(webSocketRoutes, { service, gateway: deps.gateway, ...live, pollMs: deps.ssePollMs, ...deps.ws, maxMessageChars: deps.maxMessageChars });

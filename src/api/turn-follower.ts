@@ -76,6 +76,8 @@ export interface FollowOptions {
    * last event would otherwise hold the stream open); doubles up to 8× while nothing changes. Default 2000.
    */
   quietPollMs?: number;
+  /** How long a stream of a turn the API just submitted waits for its first push before reading Temporal. Default 250. */
+  expectedPushGraceMs?: number;
 }
 
 /** How long a stream of a turn the API just submitted waits for its first push before reading Temporal. */
@@ -101,6 +103,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
   let queued = false;
   const waiting = { checkedAt: 0, last: '' };
   const quietPollMs = Math.max(pollMs, opts.quietPollMs ?? 2_000);
+  const expectedPushGraceMs = opts.expectedPushGraceMs ?? EXPECTED_PUSH_GRACE_MS;
   /** Pushed events not delivered yet, by id; and the highest id known to exist (pushed or hinted). */
   const pushed = new Map<number, TurnEvent>();
   let knownId = 0;
@@ -299,7 +302,7 @@ export function followTurn(deps: FollowerDeps, opts: FollowOptions): TurnFeed {
           state = undefined;
           delay = lastId > before ? pollMs : Math.min(delay * 2, maxIdlePollMs);
           if (pushing) quiet = lastId > before ? quietPollMs : Math.min(quiet * 2, quietPollMs * 8);
-          nextPollAt = Date.now() + (pushing ? quiet : expectedOnly ? Math.max(delay, EXPECTED_PUSH_GRACE_MS) : delay);
+          nextPollAt = Date.now() + (pushing ? quiet : expectedOnly ? Math.max(delay, expectedPushGraceMs) : delay);
         }
         // Pushed events, in id order, as far as they run without a hole.
         const fromPush = lastId;

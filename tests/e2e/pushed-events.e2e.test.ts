@@ -16,7 +16,10 @@ const RULES: DemoRules = {
 
 let sys: TestSystem;
 beforeAll(async () => {
-  sys = await startSystem({ rules: RULES });
+  // The follower's safety-net reads (a quiet spell, a first push late) are timing: on a loaded machine
+  // a turn's step can be silent for seconds. Widened here, a read in the first test can only come from
+  // a missing push; the second (no pushes at all) reads after the 10 s grace.
+  sys = await startSystem({ rules: RULES, sseSafetyNet: { quietPollMs: 60_000, expectedPushGraceMs: 10_000 } });
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();

@@ -107,6 +107,8 @@ export interface SystemOptions {
   corsOrigins?: string[];
   /** Serves the API's GET /metrics to this bearer token. */
   metricsToken?: string;
+  /** The SSE follower's safety-net reads (AppDeps.sseSafetyNet): a test counting Temporal reads widens them. */
+  sseSafetyNet?: { quietPollMs?: number; expectedPushGraceMs?: number };
   /** Another Temporal than the dev server (e.g. tests/helpers/temporal-cluster.ts), given the system's temp dir. */
   temporal?: (dir: string) => Promise<TemporalDevServer>;
 }
@@ -281,6 +283,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       gateway,
       maxMessageChars: 4_000,
       ssePollMs: 25,
+      ...(opts.sseSafetyNet ? { sseSafetyNet: opts.sseSafetyNet } : {}),
       live: { hub: liveHub, secret: liveSecret },
       // The host as an MCP server at /mcp, as main.ts serves it.
       mcp: { stateKey: randomBytes(32).toString('hex'), authorizationServers: [MCP_TEST_ISSUER] },

@@ -24,6 +24,8 @@ export interface EventRoutesOptions {
   pollMs: number;
   /** Interval of keep-alive comments; default 15 s. */
   keepAliveMs?: number;
+  /** The follower's safety-net reads while pushes flow (AppDeps.sseSafetyNet). */
+  safetyNet?: { quietPollMs?: number; expectedPushGraceMs?: number };
 }
 
 export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, opts) => {
@@ -64,6 +66,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
         after,
         first,
         pollMs: opts.pollMs,
+        ...opts.safetyNet,
         // Temporal blips must not kill the stream: the client keeps its place and we try again.
         onPollError: (err) => request.log.warn({ err, turnId }, 'polling turn failed; retrying'),
         // A queued turn says what holds it up (the turn ahead, its pending approvals).
