@@ -174,7 +174,9 @@ export class WsSession {
         else if (f.payload.turnId === seen.turnId) onEvent(f.payload);
       };
       try {
-        const ws = this.ws && this.ws.readyState === WebSocket.OPEN ? this.ws : await this.open(seen.turnId && last !== undefined ? `${seen.turnId}:${last}` : undefined);
+        // A turn acknowledged but not heard from yet resumes from 0: a socket opened on the session alone
+        // follows its turns from their next event only (the soak's own first report: missed 1..5).
+        const ws = this.ws && this.ws.readyState === WebSocket.OPEN ? this.ws : await this.open(seen.turnId ? `${seen.turnId}:${last ?? 0}` : undefined);
         ws.once('close', () => closed());
         // Until the turn is known, the message is (re)sent: the same key gives the same turn.
         if (!seen.turnId) ws.send(JSON.stringify({ type: 'message', payload: { text, idempotencyKey: key } }));
