@@ -4,8 +4,5 @@
 # Arguments go to the runner: `npm run bench -- --help`, `npm run bench -- --quick`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/use-node22.sh
-bash scripts/setup.sh
-TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
-export TEMPORAL_CLI
+source scripts/prepare.sh
 exec node dist/bench/run.js "$@"

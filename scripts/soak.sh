@@ -3,9 +3,6 @@
 # then run it. Arguments go to the runner: `npm run soak -- --users 5 --minutes 2`, `npm run soak -- --help`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/use-node22.sh
-bash scripts/setup.sh
-TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
-export TEMPORAL_CLI
+source scripts/prepare.sh
 bash scripts/temporal-cluster.sh --build-only
 exec node dist/soak/main.js "$@"

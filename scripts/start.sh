@@ -3,8 +3,5 @@
 # is configured, the worker, the API and the example MCP servers (children of the worker).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/use-node22.sh
-bash scripts/setup.sh
-TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
-export TEMPORAL_CLI
+source scripts/prepare.sh
 exec node dist/src/cli/up.js "$@"

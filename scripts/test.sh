@@ -4,10 +4,7 @@
 # The last line is the summary CI reads, derived from jest's JSON results: `N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/use-node22.sh
-bash scripts/setup.sh
-TEMPORAL_CLI="$(bash scripts/ensure-temporal.sh)"
-export TEMPORAL_CLI
+source scripts/prepare.sh
 CHROMIUM_PATH="$(bash scripts/ensure-chromium.sh)"
 export CHROMIUM_PATH
 # The HTTP contract fuzzer (tests/e2e/contract-fuzz.e2e.test.ts): the pinned schemathesis from PyPI,
