@@ -6,7 +6,7 @@ import type { DemoRules } from '../../src/demo-model/rules';
 import { turnStateQuery } from '../../src/workflows/definitions';
 import { startBigServer, markedText, type BigServer } from '../helpers/big-server';
 import { bearer, getJson, postMessage, readSse } from '../helpers/http';
-import { startSystem, type TestSystem } from '../helpers/system';
+import { startSystem, temporalDatabaseBytes, type TestSystem } from '../helpers/system';
 
 /**
  * Issue 24 §2: a 5 MiB tool result, a 3 MiB resource read as context and a 1 MiB model answer each
@@ -123,7 +123,7 @@ test('with keys, neither the claim-check store nor Temporal\'s database holds th
   const files = claimCheckFiles();
   expect(files.length).toBeGreaterThan(0);
   const disk = Buffer.concat(files.map((f) => readFileSync(f)));
-  const db = Buffer.concat(readdirSync(sys.dir).filter((f) => f.startsWith('temporal.db')).map((f) => readFileSync(path.join(sys.dir, f))));
+  const db = temporalDatabaseBytes(sys.dir);
   for (const marker of [TOOL_HEAD, CONTEXT_HEAD, CONTEXT_TAIL, ANSWER_HEAD, ANSWER_TAIL]) {
     expect(disk.includes(marker)).toBe(false);
     expect(db.includes(marker)).toBe(false);

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { startSystem, type TestSystem } from '../helpers/system';
+import { startSystem, temporalDatabaseBytes, type TestSystem } from '../helpers/system';
 import { getJson, postMessage, readSse } from '../helpers/http';
 
 /**
@@ -23,10 +21,6 @@ async function rejectedTurn(sys: TestSystem, sessionId: string, quote: string): 
   expect(turn.body.status).toBe('failed');
   // Read back through the codec: the message is whole.
   expect(JSON.stringify(turn.body.error)).toContain(quote);
-}
-
-function temporalFiles(sys: TestSystem): Buffer {
-  return Buffer.concat(readdirSync(sys.dir).filter((f) => f.startsWith('temporal.db')).map((f) => readFileSync(path.join(sys.dir, f))));
 }
 
 /** Runs the turn; returns the note's id, which only the notes server's result holds (not the user's text). */
@@ -53,7 +47,7 @@ describe('with PAYLOAD_KEYS', () => {
 
   test('no user text, tool argument or tool result is in Temporal\'s database; search attributes are', async () => {
     const noteId = await runTurn(sys, 'sealed-session');
-    const db = temporalFiles(sys);
+    const db = temporalDatabaseBytes(sys.dir);
     expect(db.includes(SECRET)).toBe(false);
     expect(db.includes(noteId)).toBe(false);
     expect(db.includes('binary/encrypted')).toBe(true);
@@ -65,7 +59,7 @@ describe('with PAYLOAD_KEYS', () => {
   test('a failure\'s message (the model endpoint quoting the user) is sealed too', async () => {
     const quote = `walrus-${randomBytes(4).toString('hex')}`;
     await rejectedTurn(sys, 'sealed-failure', quote);
-    expect(temporalFiles(sys).includes(quote)).toBe(false);
+    expect(temporalDatabaseBytes(sys.dir).includes(quote)).toBe(false);
   }, 120_000);
 });
 
@@ -78,7 +72,7 @@ describe('control: without keys', () => {
 
   test('the same turn leaves the user\'s text and the tool result in clear', async () => {
     const noteId = await runTurn(sys, 'clear-session');
-    const db = temporalFiles(sys);
+    const db = temporalDatabaseBytes(sys.dir);
     expect(db.includes(SECRET)).toBe(true);
     expect(db.includes(noteId)).toBe(true);
     expect(db.includes('binary/encrypted')).toBe(false);
@@ -87,6 +81,6 @@ describe('control: without keys', () => {
   test('the rejected turn\'s failure message is in clear', async () => {
     const quote = `walrus-${randomBytes(4).toString('hex')}`;
     await rejectedTurn(sys, 'clear-failure', quote);
-    expect(temporalFiles(sys).includes(quote)).toBe(true);
+    expect(temporalDatabaseBytes(sys.dir).includes(quote)).toBe(true);
   }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { ProviderName } from '../../src/llm/client';
 import { providerCase, workerEnvFor } from './providers';
 import { tmpdir } from 'node:os';
@@ -61,6 +61,23 @@ export function temporalCli(): string {
 /** Starts a Temporal dev server on free ports with its SQLite file in `dir`. */
 export async function startTemporal(dir: string): Promise<TemporalDevServer> {
   return await startTemporalDevServer({ cli: temporalCli(), dbFile: path.join(dir, 'temporal.db'), port: await freePort() });
+}
+
+/**
+ * The bytes of the dev server's SQLite files in `dir` (the database, its write-ahead log, and a journal
+ * if one exists at that moment). SQLite creates and deletes its journal while it writes, so a file listed
+ * and gone before it is read is skipped rather than failing the read.
+ */
+export function temporalDatabaseBytes(dir: string): Buffer {
+  const parts: Buffer[] = [];
+  for (const f of readdirSync(dir).filter((name) => name.startsWith('temporal.db'))) {
+    try {
+      parts.push(readFileSync(path.join(dir, f)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return Buffer.concat(parts);
 }
 
 export async function connectClient(address: string, dataConverter: DataConverter = {}): Promise<Client> {
