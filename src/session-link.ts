@@ -2,14 +2,14 @@
  * Wiring: the worker's Temporal client behind the session-link activities (src/activities/session-link.ts),
  * for turns the API starts beside their session (docs/decisions/0016-the-session-hop.md).
  */
-import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
-import type { TurnEnd } from './shared/session';
-import type { TurnState } from './shared/turn';
-import { type SessionSinks, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
+import type { TurnEnd, TurnMemory } from './shared/session';
+import type { TurnResult, TurnState } from './shared/turn';
+import { predecessorEndedSignal, type SessionSinks, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink {
   return {
@@ -29,6 +29,35 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
         if (err instanceof WorkflowNotFoundError) return;
         throw err;
       }
+    },
+
+    async tellFollower(followerId, ended) {
+      try {
+        await client.workflow.getHandle(followerId).signal(predecessorEndedSignal, ended);
+      } catch (err) {
+        // A follower that closed (cancelled while it waited) needs no word.
+        if (err instanceof WorkflowNotFoundError) return;
+        throw err;
+      }
+    },
+
+    async predecessor(after, skip) {
+      for (const turnId of after) {
+        if (skip.includes(turnId)) continue;
+        const handle = client.workflow.getHandle(turnId);
+        let status: string;
+        try {
+          status = (await handle.describe()).status.name;
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) return { state: 'missing', turnId };
+          throw err;
+        }
+        if (status === 'RUNNING') return { state: 'running', turnId };
+        const memory = await closedTurnMemory(handle, status);
+        if (memory) return { state: 'ended', memory };
+        // Cancelled, terminated, or ended before it read a memory: the one before it holds the same.
+      }
+      return { state: 'ended' };
     },
 
     async outcome(turnId) {
@@ -66,16 +95,39 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
 }
 
 /**
+ * The memory a closed turn of the chain ended with: a completed one's result carries the memory after
+ * it, a failed one's failure the memory it began with; a cancelled one keeps no details (Temporal
+ * drops them), and the turn before it holds the same memory.
+ */
+async function closedTurnMemory(handle: WorkflowHandle, status: string): Promise<TurnMemory | undefined> {
+  if (status === 'COMPLETED') return ((await handle.result()) as TurnResult).memory;
+  if (status !== 'FAILED') return undefined;
+  try {
+    await handle.result();
+  } catch (err) {
+    const cause = err instanceof WorkflowFailedError ? err.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed) return (cause.details?.[0] as TurnResult | undefined)?.memory;
+  }
+  return undefined;
+}
+
+/**
  * The worker's side of a turn's end: it signals the session as soon as the turn's last activation
  * ran, without holding up the workflow task (not awaited), tried again a few times. A signal lost
  * anyway costs the session a wait until it checks on the turn; it is never the turn's record.
  */
-export function sessionSinks(link: SessionLink, onError: (sessionWorkflowId: string, end: TurnEnd, err: unknown) => void): InjectedSinks<SessionSinks> {
+export function sessionSinks(link: SessionLink, onError: (target: string, turnId: string, err: unknown) => void): InjectedSinks<SessionSinks> {
   return {
     session: {
       turnEnded: {
         fn: (_info, sessionWorkflowId, end) => {
-          void announceWithRetries(link, sessionWorkflowId, end).catch((err: unknown) => onError(sessionWorkflowId, end, err));
+          void withRetries(() => link.announce(sessionWorkflowId, end)).catch((err: unknown) => onError(sessionWorkflowId, end.turnId, err));
+        },
+        callDuringReplay: false,
+      },
+      predecessorEnded: {
+        fn: (_info, followerId, ended) => {
+          void withRetries(() => link.tellFollower(followerId, ended)).catch((err: unknown) => onError(followerId, ended.turnId, err));
         },
         callDuringReplay: false,
       },
@@ -83,14 +135,14 @@ export function sessionSinks(link: SessionLink, onError: (sessionWorkflowId: str
   };
 }
 
-/** A few quick tries: a transient error should not cost the session a whole check interval. */
-async function announceWithRetries(link: SessionLink, sessionWorkflowId: string, end: TurnEnd): Promise<void> {
+/** A few quick tries: a transient error should not cost the waiting workflow a whole check interval. */
+async function withRetries(send: () => Promise<void>): Promise<void> {
   for (const pause of [250, 1_000, 4_000]) {
     try {
-      return await link.announce(sessionWorkflowId, end);
+      return await send();
     } catch {
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
-  await link.announce(sessionWorkflowId, end);
+  await send();
 }

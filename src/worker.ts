@@ -277,9 +277,9 @@ async function main(): Promise<void> {
             callDuringReplay: false,
           },
         },
-        // A turn the API started for a session: its end, signalled to the session at once.
-        ...sessionSinks(sessionLink, (sessionWorkflowId, end, err) =>
-          logger.warn({ turnId: end.turnId, sessionWorkflowId, err: err instanceof Error ? err.message : String(err) }, 'telling the session that its turn ended failed; the session will check on the turn'),
+        // A turn's end, signalled at once to whoever waits for it (its session, or the next turn of its chain).
+        ...sessionSinks(sessionLink, (target, turnId, err) =>
+          logger.warn({ turnId, target, err: err instanceof Error ? err.message : String(err) }, 'telling the waiting workflow that the turn ended failed; it will check on the turn'),
         ),
         // Each durable event to the API beside the live text, so its streams need no query. Runs after
         // the activation, possibly before the task is persisted: a retried task pushes the same ids

@@ -5,7 +5,7 @@
  * src/session-link.ts (this ring uses @temporalio/activity only).
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { TurnAdmission, TurnEnd, TurnSeen } from '../shared/session';
+import type { PredecessorEnded, PredecessorSeen, TurnAdmission, TurnEnd, TurnSeen } from '../shared/session';
 
 /** The session and turn workflows as one worker reaches them (src/session-link.ts). */
 export interface SessionLink {
@@ -13,8 +13,20 @@ export interface SessionLink {
   admission(sessionWorkflowId: string, turnId: string): Promise<TurnAdmission>;
   /** Signals `turnEnded` (the worker's sink calls it); nothing when the session is gone (nobody is left to tell). */
   announce(sessionWorkflowId: string, end: TurnEnd): Promise<void>;
+  /** Signals `predecessorEnded` to a turn of the chain waiting for this one (the worker's sink calls it). */
+  tellFollower(followerId: string, ended: PredecessorEnded): Promise<void>;
   /** How a turn stands, from Temporal: running, gone (never started), or how it ended. */
   outcome(turnId: string): Promise<TurnSeen>;
+  /**
+   * The chain (decision 0033): the first of `after` (nearest first, `skip` left out) that runs, is
+   * missing, or ended with a memory; `ended` without one when none of them holds any.
+   */
+  predecessor(after: readonly string[], skip: readonly string[]): Promise<PredecessorSeen>;
+}
+
+export interface PredecessorInput {
+  after: string[];
+  skip: string[];
 }
 
 export interface JoinSessionInput {
@@ -34,6 +46,11 @@ export function createSessionLinkActivities(link: SessionLink | undefined) {
      */
     async joinSession(input: JoinSessionInput): Promise<TurnAdmission> {
       return await linked().admission(input.sessionWorkflowId, input.turnId);
+    },
+
+    /** The memory of the turn before, or that it still runs or is missing (a local activity of the chain). */
+    async predecessorMemory(input: PredecessorInput): Promise<PredecessorSeen> {
+      return await linked().predecessor(input.after, input.skip);
     },
 
     async turnOutcome(turnId: string): Promise<TurnSeen> {

@@ -127,3 +127,53 @@ export interface SessionView {
 
 /** A turn as its session checks on it when its end was not announced (the `turnOutcome` activity). */
 export type TurnSeen = { state: 'running' } | { state: 'missing' } | { state: 'ended'; end: TurnEnd };
+
+// ---------------------------------------------------------------------------------------------
+// The chain of turns (docs/decisions/0033-session-protocol-floor.md): no session workflow; each turn
+// takes its memory from the turn before it.
+// ---------------------------------------------------------------------------------------------
+
+/** What the model remembers of a conversation: the running summary and the exchanges after it. */
+export interface TurnMemory {
+  summary?: string;
+  /** Completed exchanges not folded into the summary, oldest first: each request, then its answer. */
+  messages: ChatMessage[];
+}
+
+/** A turn's place in its session's chain, from the API's index of the session (TurnInput.chain). */
+export interface ChainInput {
+  /**
+   * Earlier turns of the session, nearest first (at most CHAIN_DEPTH): the memory comes from the
+   * first of them that ended with one; one still running is waited for. Empty: the session's first turn.
+   */
+  after: string[];
+  /** How the memory is pruned for the model and when it is summarized. */
+  history: HistoryOptions;
+  /**
+   * The memory at the start of the chain, when `after` reaches back to it: carried over from a
+   * session of the protocol before (decision 0016) by the migration. Absent otherwise.
+   */
+  seed?: TurnMemory;
+  /** How long a turn waits for the running turn before it without word before it looks again (then twice as long). Default 60 s. */
+  checkMs?: number;
+  /** The pause before a missing turn before is looked for again (three looks: 1×, 5×, 15× this, then it is passed over). Default 1 s. */
+  missingCheckMs?: number;
+}
+
+/** How many earlier turns the API names in a turn's chain input. */
+export const CHAIN_DEPTH = 8;
+
+/** The turn before, as a turn of the chain finds it (the `predecessorMemory` local activity). */
+export type PredecessorSeen =
+  /** The memory of the nearest earlier turn that holds one; none when the chain had none (first turn). */
+  | { state: 'ended'; memory?: TurnMemory }
+  /** That turn runs still: the turn waits for it. */
+  | { state: 'running'; turnId: string }
+  /** No such workflow (yet): its start may merely be late. */
+  | { state: 'missing'; turnId: string };
+
+/** The turn before tells its follower it ended (through the worker's sink), with its memory if it has one. */
+export interface PredecessorEnded {
+  turnId: string;
+  memory?: TurnMemory;
+}

@@ -1,5 +1,6 @@
 import type { Policy } from './policy';
 import type { UserContext } from './user';
+import type { ChainInput, TurnMemory } from './session';
 
 /**
  * Types that cross the workflow boundary (workflow input, queries, results). Everything here ends up
@@ -214,6 +215,11 @@ export interface TurnInput {
    */
   queued?: boolean;
   /**
+   * The turn's place in its session's chain (decision 0033): its memory comes from the turns before,
+   * and the next turn's from its result. Absent in turns of the session workflow's protocol.
+   */
+  chain?: ChainInput;
+  /**
    * Started by the API after its registration in this session workflow: the turn tells the session
    * how it ended (`turnEnded`). With `queued` it first joins the session (the `turnAdmission` query
    * gives its memory, or says to wait for `beginTurn`); without, `history` is its memory already.
@@ -290,6 +296,13 @@ export interface PendingApproval {
   state: 'pending' | 'approved' | 'rejected' | 'timed_out';
   decidedBy?: string;
 }
+
+/**
+ * What a turn workflow returns (and a failed one carries in its failure): its state, and for a turn of
+ * a chain the memory its successor begins with (after it when completed, before it when failed). The
+ * memory is not part of the state the turnState query answers.
+ */
+export type TurnResult = TurnState & { memory?: TurnMemory };
 
 export interface TurnState {
   turnId: string;

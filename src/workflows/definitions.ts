@@ -4,7 +4,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
-import type { SessionView, SubmitMessageInput, SubmitMessageResult, TurnAdmission, TurnEnd } from '../shared/session';
+import type { PredecessorEnded, SessionView, SubmitMessageInput, SubmitMessageResult, TurnAdmission, TurnEnd } from '../shared/session';
 import type { ApprovalInput, ApprovalResult, ChatMessage, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
@@ -59,6 +59,11 @@ export interface TurnEventSinks extends Sinks {
 export interface SessionSinks extends Sinks {
   session: {
     turnEnded(sessionWorkflowId: string, end: TurnEnd): void;
+    /**
+     * A turn of the chain (decision 0033) ended and a later turn waits for it: the worker signals the
+     * follower `predecessorEnded` at once. A lost signal costs the follower a wait until its next check.
+     */
+    predecessorEnded(followerId: string, ended: PredecessorEnded): void;
   };
 }
 
@@ -118,3 +123,12 @@ export const beginTurnSignal = defineSignal<[{ history: ChatMessage[] }]>('begin
 export const turnAdmissionQuery = defineQuery<TurnAdmission, [turnId: string]>('turnAdmission');
 /** A turn the API started → its session (through the worker's sink): it ended; the session keeps the first word. */
 export const turnEndedSignal = defineSignal<[TurnEnd]>('turnEnded');
+
+// ---------------------------------------------------------------------------------------------
+// The chain of turns (docs/decisions/0033): a turn waiting for the one before it.
+// ---------------------------------------------------------------------------------------------
+
+/** A later turn of the chain → the running turn it waits for: say when you end. */
+export const followedBySignal = defineSignal<[{ turnId: string }]>('followedBy');
+/** The turn before → its follower (from the worker, through the session sink): it ended, with its memory. */
+export const predecessorEndedSignal = defineSignal<[PredecessorEnded]>('predecessorEnded');

@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  CancellationScope,
   CancelledFailure,
   isCancellation,
   log,
@@ -18,13 +19,15 @@ import { createTurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure, failureTypeOf } from '../shared/failures';
 import type { CatalogRefs, ToolOutcome, ToolRef } from '../shared/tool-types';
-import type { ChatMessage, LlmRequest, TurnError, TurnInput, TurnState } from '../shared/turn';
+import type { TurnMemory } from '../shared/session';
+import type { ChatMessage, LlmRequest, TurnError, TurnInput, TurnResult } from '../shared/turn';
 import { handleApprovals } from './approvals';
 import { handleAuthorizations } from './authorizations';
 import { handleInputs } from './inputs';
 import { describeFailure } from './activity-failures';
 import { createToolCalls } from './tool-calls';
 import { turnActivities } from './turn-activities';
+import { type ChainGo, turnChain } from './turn-chain';
 import { announcingEnd, sessionGate } from './turn-session';
 import { type MetricsSinks, type TurnEventSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
@@ -32,7 +35,7 @@ import { type MetricsSinks, type TurnEventSinks, type TurnOutcome, turnStateQuer
  * One user request: gather context, then loop LLM → tool calls → results → LLM until the model
  * answers in text or the step limit is reached. All I/O happens in activities.
  */
-export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
+export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
   const { options } = input;
   const wf = workflowInfo();
 
@@ -76,19 +79,38 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     });
   };
 
+  // A turn of a chain (decision 0033) takes its memory from the turn before and hands on its own.
+  const chain = input.chain && turnChain(input.chain, { turnId: input.turnId, sessionId: input.sessionId, sessionLink, listToolRefs, emit });
+  /** The memory a chain's turn began with (its successor's when it fails or is cancelled). */
+  let begunWith: TurnMemory | undefined;
+
   const fail = (error: TurnError): never => {
     record.fail(error);
     finished('failed');
+    chain?.ended(begunWith);
+    const result: TurnResult = begunWith ? { ...state, memory: begunWith } : state;
     throw ApplicationFailure.create({
       type: Failure.TurnFailed,
       message: error.message,
       nonRetryable: true,
-      details: [state],
+      details: [result],
     });
   };
 
-  const waitForGo = sessionGate(input, { sessionLink, listToolRefs, emit, fail });
-  return await announcingEnd(input, state, runTurn);
+  /** The answer is given: the stream is done; a chain's turn then works out the memory after it. */
+  async function completed(text: string): Promise<TurnResult> {
+    record.complete(text);
+    finished('completed');
+    if (!chain || !begunWith) return state;
+    const before = begunWith;
+    // The user has the answer already: a cancellation now must not lose the conversation's memory.
+    const memory = await CancellationScope.nonCancellable(() => chain.after(before, input.userText, text));
+    chain.ended(memory);
+    return { ...state, memory };
+  }
+
+  const waitForGo = chain ? chain.go : sessionGate(input, { sessionLink, listToolRefs, emit, fail });
+  return chain ? await runTurn() : await announcingEnd(input, state, runTurn);
 
   /**
    * The catalog is an in-memory read in the worker, as a local activity (no server round trip), and
@@ -100,9 +122,11 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
     return localDiscovery.listToolRefs();
   }
 
-  async function runTurn(): Promise<TurnState> {
+  async function runTurn(): Promise<TurnResult> {
     try {
-      const { history, catalog: listed } = await waitForGo();
+      const go = await waitForGo();
+      const { history, catalog: listed } = go;
+      if ('memory' in go) begunWith = (go as ChainGo).memory;
       emit('status', { status: 'running', phase: 'gathering_context' });
       const listCatalog: Promise<CatalogRefs> = listed ?? listToolRefs();
       const [catalog, context] = await Promise.all([
@@ -141,9 +165,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         const [planned] = planToolCalls([{ id: 'direct-1', name, arguments: JSON.stringify(d.arguments) }], catalog.tools, visibleTools);
         emit('status', { status: 'running', phase: 'calling_tools', step: 1, count: 1 });
         const outcome = await toolCalls.run(planned as PlannedCall, 1, true);
-        record.complete(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
-        finished('completed');
-        return state;
+        return await completed(outcome.isError ? `Error: ${outcome.text}` : outcome.text);
       }
       // By name: the worker resolves them to schemas. With the caller, whose most used tools lead a
       // searched catalog (decision 0032): an activity's input is not compared on replay, so no patch.
@@ -197,15 +219,14 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
         });
       }
 
-      record.complete(finalText);
-      finished('completed');
-      return state;
+      return await completed(finalText);
     } catch (err) {
       // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
       // cancelled (the server gets notifications/cancelled), no further tool call starts.
       if (!isCancellation(err)) throw err;
       record.cancel();
       finished('cancelled');
+      chain?.ended(begunWith);
       throw new CancelledFailure('The turn was cancelled.', [state]);
     }
   }

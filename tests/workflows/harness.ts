@@ -151,6 +151,7 @@ export class FakeActivities {
     callTool: (...args) => this.dispatch('callTool', args),
     joinSession: (...args) => this.dispatch('joinSession', args),
     turnOutcome: (...args) => this.dispatch('turnOutcome', args),
+    predecessorMemory: (...args) => this.dispatch('predecessorMemory', args),
   };
 
   script(workflowId: string, script: Script): void {

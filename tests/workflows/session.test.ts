@@ -83,7 +83,7 @@ function linkedSinks() {
   return {
     ...tracingWorkerOptions().sinks,
     ...NOOP_METRICS_SINKS,
-    ...sessionSinks(createSessionLink(env.client), (_id, end, err) => console.error(`announcing ${end.turnId} failed: ${String(err)}`)),
+    ...sessionSinks(createSessionLink(env.client), (_id, turnId, err) => console.error(`announcing ${turnId} failed: ${String(err)}`)),
   };
 }
 
