@@ -1,0 +1,147 @@
+/**
+ * The index of sessions (docs/decisions/0033-session-protocol-floor.md): each session is the chain of
+ * its turns, and this index holds the links, in order, so the API can name a new turn's predecessors
+ * and list a caller's sessions without any workflow per turn. Ids and times only: what was said lives
+ * in the turn workflows (encrypted there when payload keys are set), never here.
+ *
+ * Two stores: in memory for a single API replica (rebuilt from Temporal's visibility when a session or
+ * an owner is first seen, see rebuild.ts), PostgreSQL when POSTGRES_URL is set (pg-index.ts).
+ */
+
+export type Owner = { id: string; tenant: string };
+export type LinkEnd = 'completed' | 'failed' | 'cancelled';
+
+/** One message of a session: its turn and its place. */
+export interface ChainLink {
+  turnId: string;
+  /** 0-based place in the session. */
+  seq: number;
+  /** When the API appended it (ISO 8601). */
+  at: string;
+  /** How the turn ended, once the API learned it. */
+  ended?: LinkEnd;
+}
+
+export interface Appended {
+  link: ChainLink;
+  /** false: the turn was in the chain already (a retried request); `before` is what it had then. */
+  created: boolean;
+  /** The links before it, nearest first, at most the depth asked for. */
+  before: ChainLink[];
+}
+
+export interface SessionEntry {
+  sessionId: string;
+  /** Its first message. */
+  startedAt: string;
+  /** Its latest message. */
+  lastAt: string;
+  turns: number;
+}
+
+/** Where a page of sessions ends: sessions whose latest message is older than (lastAt, sessionId). */
+export interface SessionListCursor {
+  lastAt: string;
+  sessionId: string;
+}
+
+export interface SessionIndex {
+  /**
+   * Appends `turnId` as the session's newest link (the session begins with its first) unless it is in
+   * the chain already; returns its link and the `depth` links before it. Two appends at once to one
+   * session get two places, one after the other.
+   */
+  append(owner: Owner, sessionId: string, turnId: string, at: string, depth: number): Promise<Appended>;
+  /** The newest `limit` links of the session, oldest first; none for a session it does not hold. */
+  links(owner: Owner, sessionId: string, limit: number): Promise<ChainLink[]>;
+  /** Records how a turn ended; the first word stays. */
+  ended(owner: Owner, sessionId: string, turnId: string, status: LinkEnd): Promise<void>;
+  /** The owner's sessions by their latest message, newest first: `limit` after `cursor`, and where the next page starts. */
+  sessions(owner: Owner, limit: number, cursor?: SessionListCursor): Promise<{ sessions: SessionEntry[]; next?: SessionListCursor }>;
+}
+
+/** Orders sessions newest first: by latest message, then by id (a stable tie-break for the cursor). */
+export function newerFirst(a: { lastAt: string; sessionId: string }, b: { lastAt: string; sessionId: string }): number {
+  if (a.lastAt !== b.lastAt) return a.lastAt < b.lastAt ? 1 : -1;
+  return a.sessionId < b.sessionId ? 1 : a.sessionId > b.sessionId ? -1 : 0;
+}
+
+const ownerKey = (owner: Owner): string => `${owner.tenant}\n${owner.id}`;
+
+interface MemorySession {
+  sessionId: string;
+  links: ChainLink[];
+  byTurn: Map<string, ChainLink>;
+}
+
+/** The in-memory index: one API replica (each operation is synchronous inside, so appends are atomic). */
+export function memorySessionIndex(): SessionIndex & { holds(owner: Owner, sessionId: string): boolean; restore(owner: Owner, sessionId: string, links: ChainLink[]): void } {
+  const owners = new Map<string, Map<string, MemorySession>>();
+  const sessionOf = (owner: Owner, sessionId: string, create: boolean): MemorySession | undefined => {
+    let sessions = owners.get(ownerKey(owner));
+    if (!sessions) {
+      if (!create) return undefined;
+      sessions = new Map();
+      owners.set(ownerKey(owner), sessions);
+    }
+    let s = sessions.get(sessionId);
+    if (!s && create) {
+      s = { sessionId, links: [], byTurn: new Map() };
+      sessions.set(sessionId, s);
+    }
+    return s;
+  };
+  const before = (s: MemorySession, seq: number, depth: number): ChainLink[] =>
+    s.links.slice(Math.max(0, seq - depth), seq).reverse().map((l) => ({ ...l }));
+
+  return {
+    holds: (owner, sessionId) => Boolean(sessionOf(owner, sessionId, false)),
+
+    /** Seeds a session it does not hold yet with links found elsewhere (Temporal's visibility), oldest first. */
+    restore(owner, sessionId, links) {
+      if (sessionOf(owner, sessionId, false)) return;
+      const s = sessionOf(owner, sessionId, true) as MemorySession;
+      links.forEach((l, seq) => {
+        const link = { ...l, seq };
+        s.links.push(link);
+        s.byTurn.set(l.turnId, link);
+      });
+    },
+
+    async append(owner, sessionId, turnId, at, depth) {
+      const s = sessionOf(owner, sessionId, true) as MemorySession;
+      const known = s.byTurn.get(turnId);
+      if (known) return { link: { ...known }, created: false, before: before(s, known.seq, depth) };
+      const link: ChainLink = { turnId, seq: s.links.length, at };
+      s.links.push(link);
+      s.byTurn.set(turnId, link);
+      return { link: { ...link }, created: true, before: before(s, link.seq, depth) };
+    },
+
+    async links(owner, sessionId, limit) {
+      const s = sessionOf(owner, sessionId, false);
+      return s ? s.links.slice(-limit).map((l) => ({ ...l })) : [];
+    },
+
+    async ended(owner, sessionId, turnId, status) {
+      const link = sessionOf(owner, sessionId, false)?.byTurn.get(turnId);
+      if (link && !link.ended) link.ended = status;
+    },
+
+    async sessions(owner, limit, cursor) {
+      const all = [...(owners.get(ownerKey(owner))?.values() ?? [])]
+        .filter((s) => s.links.length > 0)
+        .map((s) => ({
+          sessionId: s.sessionId,
+          startedAt: (s.links[0] as ChainLink).at,
+          lastAt: (s.links.at(-1) as ChainLink).at,
+          turns: s.links.length,
+        }))
+        .sort(newerFirst)
+        .filter((s) => !cursor || newerFirst(cursor, s) < 0);
+      const page = all.slice(0, limit);
+      const last = page.at(-1);
+      return all.length > limit && last ? { sessions: page, next: { lastAt: last.lastAt, sessionId: last.sessionId } } : { sessions: page };
+    },
+  };
+}
