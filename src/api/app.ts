@@ -31,7 +31,7 @@ import { memoryWorkerReports, type WorkerReports } from '../health/reports';
 import { workerReportRoutes } from './routes/worker-reports';
 import { usageRoutes } from './routes/usage';
 import type { UsageLedger } from '../usage/ledger';
-import type { HostConfig } from '../config';
+import type { HostConfig } from '../config/host-schema';
 import { mcpRoutes } from './mcp-server/route';
 import { CODEC_COOKIE_ROUTES, codecCookieOf, type CodecRouteOptions, codecRoutes } from './routes/codec';
 import './caller';

@@ -5,7 +5,7 @@
  * from a server that is not there). This says, at start, exactly which names do not match.
  */
 import type { Policy } from '../shared/policy';
-import type { HostConfig } from './index';
+import type { HostConfig } from './host-schema';
 
 export interface CrossCheckInput {
   /** The configured MCP server names (disabled ones included: they are there, only switched off). */

@@ -32,7 +32,7 @@ export interface ModelLabels {
   model: string;
 }
 
-/** Per million tokens, as the host config's `prices` has them (src/config/index.ts). */
+/** Per million tokens, as the host config's `prices` has them (src/config/host-schema.ts). */
 export type ModelPrices = Record<string, { promptPerMillion: number; completionPerMillion: number; currency: string }>;
 
 /** What the activities report; the worker's registry implements it. */

@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { HostConfigSchema, loadHostConfig } from '../../src/config';
+import { loadHostConfig } from '../../src/config';
+import { HostConfigSchema } from '../../src/config/host-schema';
 import { crossCheck } from '../../src/config/cross-check';
 import { localHostConfig, localPolicy } from '../../src/config/local-mode';
 import { loadPolicyFile } from '../../src/config/policy';

@@ -1,4 +1,4 @@
-import { HostConfigSchema } from '../../src/config';
+import { HostConfigSchema } from '../../src/config/host-schema';
 import { crossCheck } from '../../src/config/cross-check';
 import { contextFor, contextReasons, type IntentRule } from '../../src/core/intents';
 import type { ContextSpec } from '../../src/shared/turn';

@@ -1,4 +1,4 @@
-import { HostConfigSchema } from '../../src/config';
+import { HostConfigSchema } from '../../src/config/host-schema';
 import { decideTool } from '../../src/core/policy';
 import { DEFAULT_TOOL_SEARCH, firstSet, offeredTools, searchTools, SEARCH_TOOL_REF, toolsMetInTurn } from '../../src/core/tool-search';
 import type { Policy } from '../../src/shared/policy';

@@ -6,7 +6,7 @@ import type { PushedTurn } from '../../shared/turn';
 import type { TurnGateway } from '../gateway';
 import type { WorkerReports } from '../../health/reports';
 import type { UsageLedger } from '../../usage/ledger';
-import type { HostConfig } from '../../config';
+import type { HostConfig } from '../../config/host-schema';
 
 export interface TurnServiceOptions {
   gateway: TurnGateway;

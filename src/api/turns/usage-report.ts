@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import type { UserContext } from '../../shared/user';
 import { totalTokens, type UsageGroup, type UsageRow } from '../../usage/ledger';
-import type { HostConfig } from '../../config';
+import type { HostConfig } from '../../config/host-schema';
 import type { UsageQuery, UsageReport } from '../contract';
 import { HttpError } from '../errors';
 import { DAY_MS, startOfUtcDay } from './budgets';
