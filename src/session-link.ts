@@ -7,9 +7,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
-import type { TurnEnd, TurnMemory } from './shared/session';
+import type { PredecessorSeen, TurnEnd, TurnMemory } from './shared/session';
+import { llmMessagesOf } from './core/history';
 import type { TurnResult, TurnState } from './shared/turn';
-import { predecessorEndedSignal, type SessionSinks, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
+import { predecessorEndedSignal, type SessionSinks, sessionStateQuery, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink {
   return {
@@ -41,7 +42,11 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
       }
     },
 
-    async predecessor(after, skip) {
+    async predecessor(after, skip, legacySession) {
+      const legacy = async (): Promise<PredecessorSeen> => {
+        const memory = legacySession ? await legacyMemory(client, legacySession) : undefined;
+        return memory ? { state: 'ended', memory } : { state: 'ended' };
+      };
       for (const turnId of after) {
         if (skip.includes(turnId)) continue;
         const handle = client.workflow.getHandle(turnId);
@@ -53,11 +58,12 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
           throw err;
         }
         if (status === 'RUNNING') return { state: 'running', turnId };
-        const memory = await closedTurnMemory(handle, status);
-        if (memory) return { state: 'ended', memory };
+        const found = await closedTurnMemory(handle, status);
+        if (found === 'legacy') return await legacy();
+        if (found) return { state: 'ended', memory: found };
         // Cancelled, terminated, or ended before it read a memory: the one before it holds the same.
       }
-      return { state: 'ended' };
+      return await legacy();
     },
 
     async outcome(turnId) {
@@ -99,8 +105,9 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
  * it, a failed one's failure the memory it began with; a cancelled one keeps no details (Temporal
  * drops them), and the turn before it holds the same memory.
  */
-async function closedTurnMemory(handle: WorkflowHandle, status: string): Promise<TurnMemory | undefined> {
-  if (status === 'COMPLETED') return ((await handle.result()) as TurnResult).memory;
+async function closedTurnMemory(handle: WorkflowHandle, status: string): Promise<TurnMemory | 'legacy' | undefined> {
+  // A completed turn without a memory ran in a session workflow (decision 0016), as did all before it.
+  if (status === 'COMPLETED') return ((await handle.result()) as TurnResult).memory ?? 'legacy';
   if (status !== 'FAILED') return undefined;
   try {
     await handle.result();
@@ -109,6 +116,20 @@ async function closedTurnMemory(handle: WorkflowHandle, status: string): Promise
     if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed) return (cause.details?.[0] as TurnResult | undefined)?.memory;
   }
   return undefined;
+}
+
+/**
+ * The memory of a session begun before the chain, as its session workflow (decision 0016) holds it:
+ * the summary and the completed exchanges of its transcript. None when it has no such workflow.
+ */
+async function legacyMemory(client: Pick<Client, 'workflow'>, sessionWorkflowId: string): Promise<TurnMemory | undefined> {
+  try {
+    const view = await client.workflow.getHandle(sessionWorkflowId).query(sessionStateQuery);
+    return { ...(view.summary ? { summary: view.summary } : {}), messages: llmMessagesOf(view.messages, 0) };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
 }
 
 /**

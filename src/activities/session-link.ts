@@ -21,12 +21,14 @@ export interface SessionLink {
    * The chain (decision 0033): the first of `after` (nearest first, `skip` left out) that runs, is
    * missing, or ended with a memory; `ended` without one when none of them holds any.
    */
-  predecessor(after: readonly string[], skip: readonly string[]): Promise<PredecessorSeen>;
+  predecessor(after: readonly string[], skip: readonly string[], legacySession?: string): Promise<PredecessorSeen>;
 }
 
 export interface PredecessorInput {
   after: string[];
   skip: string[];
+  /** ChainInput.legacySession: where the memory is when the turns before hold none. */
+  legacySession?: string;
 }
 
 export interface JoinSessionInput {
@@ -50,7 +52,7 @@ export function createSessionLinkActivities(link: SessionLink | undefined) {
 
     /** The memory of the turn before, or that it still runs or is missing (a local activity of the chain). */
     async predecessorMemory(input: PredecessorInput): Promise<PredecessorSeen> {
-      return await linked().predecessor(input.after, input.skip);
+      return await linked().predecessor(input.after, input.skip, input.legacySession);
     },
 
     async turnOutcome(turnId: string): Promise<TurnSeen> {

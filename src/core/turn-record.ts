@@ -28,7 +28,7 @@ export interface TurnRecord {
 }
 
 export function createTurnRecord(
-  init: { turnId: string; sessionId: string; owner?: { id: string; tenant: string } },
+  init: { turnId: string; sessionId: string; owner?: { id: string; tenant: string }; userText?: string },
   now: () => string,
   /** Told of each event as it is emitted (the workflow hands it to a sink that pushes it to the API). */
   onEmit?: (event: TurnEvent) => void,
@@ -37,6 +37,7 @@ export function createTurnRecord(
     turnId: init.turnId,
     sessionId: init.sessionId,
     ...(init.owner ? { owner: init.owner } : {}),
+    ...(init.userText !== undefined ? { userText: init.userText } : {}),
     status: 'running',
     toolCalls: [],
     events: [],

@@ -150,10 +150,11 @@ export interface ChainInput {
   /** How the memory is pruned for the model and when it is summarized. */
   history: HistoryOptions;
   /**
-   * The memory at the start of the chain, when `after` reaches back to it: carried over from a
-   * session of the protocol before (decision 0016) by the migration. Absent otherwise.
+   * The workflow id of a session workflow of the protocol before (decision 0016) this session may
+   * have, when `after` reaches back to the session's first link in the index: its memory is the
+   * chain's when the turns before hold none (a session begun before the chain).
    */
-  seed?: TurnMemory;
+  legacySession?: string;
   /** How long a turn waits for the running turn before it without word before it looks again (then twice as long). Default 60 s. */
   checkMs?: number;
   /** The pause before a missing turn before is looked for again (three looks: 1×, 5×, 15× this, then it is passed over). Default 1 s. */

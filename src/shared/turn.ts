@@ -309,6 +309,8 @@ export interface TurnState {
   sessionId: string;
   /** The user and tenant the turn belongs to; nobody else may read or steer it. */
   owner?: { id: string; tenant: string };
+  /** What the user asked (its session's transcript shows it). Absent in turns recorded before the chain. */
+  userText?: string;
   approvals?: PendingApproval[];
   status: TurnStatus;
   text?: string;

@@ -71,7 +71,7 @@ export function turnChain(chain: ChainInput, deps: ChainDeps) {
   });
 
   const ask = (skip: string[]): Promise<PredecessorSeen> =>
-    sessionLink.predecessorMemory.executeWithOptions({ summary: 'read the memory of the turn before' }, [{ after: chain.after, skip }]);
+    sessionLink.predecessorMemory.executeWithOptions({ summary: 'read the memory of the turn before' }, [{ after: chain.after, skip, ...(chain.legacySession ? { legacySession: chain.legacySession } : {}) }]);
 
   /** Its memory, once every earlier turn of the session has ended. */
   async function go(): Promise<ChainGo> {
@@ -86,7 +86,7 @@ export function turnChain(chain: ChainInput, deps: ChainDeps) {
     let checkMs = chain.checkMs ?? FIRST_CHECK_MS;
     const missingPauses = MISSING_CHECKS.map((n) => n * (chain.missingCheckMs ?? 1_000));
     const begin = (memory: TurnMemory | undefined): ChainGo => {
-      const m = memory ?? chain.seed ?? EMPTY_MEMORY;
+      const m = memory ?? EMPTY_MEMORY;
       return { memory: m, history: historyOf(m, chain.history), ...(waited ? {} : { catalog: listed }) };
     };
     for (;;) {

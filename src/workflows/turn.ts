@@ -49,7 +49,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
   // through the metadata query: no command, no history event).
   const phase = createTurnPhase();
   const record = createTurnRecord(
-    { turnId: input.turnId, ...pushedTurn },
+    { turnId: input.turnId, ...pushedTurn, ...(input.chain ? { userText: input.userText } : {}) },
     () => new Date().toISOString(),
     (event) => {
       // A copy of each event to the API, so streams need no query (a sink: no history, not on replay).

@@ -7,20 +7,25 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { NOOP_METRICS_SINKS, tracingWorkerOptions } from '../../src/cli/workflow-bundle';
 import { createSessionLink, sessionSinks } from '../../src/session-link';
-import type { ChainInput, HistoryOptions, TurnMemory } from '../../src/shared/session';
+import type { ChainInput, HistoryOptions } from '../../src/shared/session';
 import type { ChatMessage, TurnResult } from '../../src/shared/turn';
+import { createTemporalGateway, ownerKey } from '../../src/api/gateway';
+import { sessionWorkflowId } from '../../src/shared/ids';
 import { TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import {
   deferred,
   eventually,
   FakeActivities,
   newTurnId,
+  OWNER,
+  policy,
   type RunningWorker,
   say,
   startWorker,
   startWorkflowEnv,
   SYSTEM_PROMPT,
   turnInput,
+  turnOptions,
   within,
   type WorkflowEnv,
 } from './harness';
@@ -180,31 +185,66 @@ test('a failed turn hands on the memory it began with; a missing one is passed o
   expect(looks.at(-1)).toEqual({ after: [never, two, one], skip: [never] });
 });
 
-test('the memory is summarized once it outgrows the threshold, and a seed starts a migrated chain', async () => {
-  const [one, two] = [newTurnId('s1'), newTurnId('s2')];
+test('the memory is summarized once it outgrows the threshold', async () => {
+  const [one, two, three] = [newTurnId('s1'), newTurnId('s2'), newTurnId('s3')];
   const small: HistoryOptions = { maxTokenCount: 8_000, summarizationThreshold: 40, retainNewestMessages: 2 };
-  const seed: TurnMemory = { summary: 'they talked about trains', messages: exchange('older question', 'older answer') };
-  fakes.script(one, {
-    callLlm: async () => say('an answer long enough to pass the small threshold of this test, and then some more words'),
-    summarizeConversation: async () => ({ summary: 'trains, then an older question' }),
+  const long = 'an answer long enough to pass the small threshold of this test, and then some more words';
+  fakes.script(one, { callLlm: async () => say('older answer') });
+  fakes.script(two, {
+    callLlm: async () => say(long),
+    summarizeConversation: async () => ({ summary: 'they asked an older question' }),
   });
-  fakes.script(two, { callLlm: async () => say('second answer') });
+  fakes.script(three, { callLlm: async () => say('third answer') });
 
-  await start(one, 'first question', chain([], { history: small, seed }));
+  await start(one, 'older question', chain([], { history: small }));
   const first = await result(one);
-  expect(historySent(one)).toEqual([
-    { role: 'system', content: 'Summary of the earlier conversation:\nthey talked about trains' },
-    ...exchange('older question', 'older answer'),
-    { role: 'user', content: 'first question' },
-  ]);
-  const [asked] = fakes.calls(one, 'summarizeConversation');
-  expect(asked).toMatchObject({ previousSummary: 'they talked about trains', messages: exchange('older question', 'older answer') });
-  expect(first.memory).toEqual({
-    summary: 'trains, then an older question',
-    messages: exchange('first question', 'an answer long enough to pass the small threshold of this test, and then some more words'),
-  });
+  expect(first.memory).toEqual({ messages: exchange('older question', 'older answer') });
+  expect(fakes.calls(one, 'summarizeConversation')).toHaveLength(0);
 
   await start(two, 'second question', chain([one], { history: small }));
-  await result(two);
-  expect(historySent(two)[0]).toEqual({ role: 'system', content: 'Summary of the earlier conversation:\ntrains, then an older question' });
+  const second = await result(two);
+  const [asked] = fakes.calls(two, 'summarizeConversation');
+  expect(asked).toMatchObject({ messages: exchange('older question', 'older answer') });
+  expect(second.memory).toEqual({ summary: 'they asked an older question', messages: exchange('second question', long) });
+
+  await start(three, 'third question', chain([two, one], { history: small }));
+  await result(three);
+  expect(historySent(three)).toEqual([
+    { role: 'system', content: 'Summary of the earlier conversation:\nthey asked an older question' },
+    ...exchange('second question', long),
+    { role: 'user', content: 'third question' },
+  ]);
+});
+
+test('a session begun in a session workflow (decision 0016) goes on as a chain with that memory', async () => {
+  const sessionId = `legacy${Date.now().toString(36)}`;
+  const gateway = createTemporalGateway({
+    client: env.client,
+    taskQueue: worker.taskQueue,
+    settings: () => ({
+      policy: policy(60_000),
+      turnOptions: turnOptions(),
+      contextByRole: {},
+      sessionSettings: { history: HISTORY, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 },
+    }),
+    catalogCacheMs: 60_000,
+  });
+  const legacyTurn = newTurnId('legacy');
+  fakes.script(legacyTurn, { callLlm: async () => say('legacy answer') });
+  expect(await gateway.submitMessage({ turnId: legacyTurn, sessionId, text: 'legacy question', user: OWNER })).toMatchObject({ kind: 'accepted', created: true });
+  const legacySession = sessionWorkflowId(ownerKey(OWNER), sessionId);
+  // The session workflow recorded the answer (its memory for the next message).
+  await eventually(
+    () => gateway.getSession(OWNER, sessionId),
+    (v) => v?.turnsCompleted === 1,
+    60_000,
+  );
+
+  const next = newTurnId('after-legacy');
+  fakes.script(next, { callLlm: async () => say('chain answer') });
+  await start(next, 'chain question', chain([legacyTurn], { legacySession }));
+  const ended = await result(next);
+  expect(historySent(next)).toEqual([...exchange('legacy question', 'legacy answer'), { role: 'user', content: 'chain question' }]);
+  expect(ended.memory?.messages).toEqual([...exchange('legacy question', 'legacy answer'), ...exchange('chain question', 'chain answer')]);
+  await env.client.workflow.getHandle(legacySession).terminate('test over');
 });
