@@ -120,7 +120,7 @@ export function memorySessionIndex(): SessionIndex & { holds(owner: Owner, sessi
 
     async links(owner, sessionId, limit) {
       const s = sessionOf(owner, sessionId, false);
-      return s ? s.links.slice(-limit).map((l) => ({ ...l })) : [];
+      return s && limit > 0 ? s.links.slice(-limit).map((l) => ({ ...l })) : [];
     },
 
     async ended(owner, sessionId, turnId, status) {
