@@ -1,14 +1,16 @@
 /**
  * The life of the pool's connections: one per slot (a server, or a user of a per-user server), opened
- * on first use and replaced on the next use after it dies. Concurrent first uses share one connect; a
- * failed connect is never cached (the next use within FAIL_FAST_MS fails fast, later ones try again);
- * a dropped connection finishes its in-flight requests before it is closed.
+ * on first use and replaced on the next use after it dies. Concurrent first uses share one connect,
+ * each waiting for it its own connect timeout (connect-attempt.ts); a failed connect is never cached
+ * (the next use within FAIL_FAST_MS fails fast, later ones try again); a dropped connection finishes
+ * its in-flight requests before it is closed.
  *
  * Each connection is a session (session.ts); which SDK revision speaks for it is the `openSession`
  * this is given (by default session-select.ts's, by the server's `protocol`, with the slot's discovery).
  */
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { describeServer } from './config';
+import { ConnectTimeoutError, startConnectAttempt, type AttemptLimits } from './connect-attempt';
 import {
   McpAbortError,
   McpTransientError,
@@ -18,19 +20,13 @@ import {
   isMissingOptionalStream,
   safeReason,
 } from './failures';
-import { RefusedError, isAuthorizationError, noop, withTimeout, type Connection, type HubLogger, type Slot } from './pool-state';
+import { RefusedError, isAuthorizationError, noop, withTimeout, type ConnectAttempt, type Connection, type HubLogger, type Slot } from './pool-state';
 import { CallsInFlight, connectionContext, type ElicitationHandler, type SamplingHandler } from './server-requests';
 import type { OpenSession, SessionHooks } from './session';
 import { DroppedResponse, TransportFault } from './transport-limits';
 import { SlotDiscovery, openSessionFor } from './session-select';
 import { openHttpWithFallback, type TransportKind } from './transports';
 import { callerContext } from './user-token';
-
-class ConnectTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`connect timed out after ${ms} ms`);
-  }
-}
 
 /** A connect attempt that failed within this window is not retried yet: fail fast instead. */
 const FAIL_FAST_MS = 500;
@@ -100,11 +96,12 @@ export class Connections {
     if (conn.inflight === 0) void this.closeConnection(conn, false);
   }
 
-  /** Shuts the pool: connects under way settle, then every connection closes (ending its HTTP session). */
+  /** Shuts the pool: connects under way are given up, then every connection closes (ending its HTTP session). */
   async closeAll(slots: readonly Slot[]): Promise<void> {
     this.closed = true;
     const all = slots.flatMap((slot) => [slot, ...(slot.perUser?.values() ?? [])]);
-    await Promise.allSettled(all.map((slot) => slot.connecting));
+    for (const slot of all) slot.connecting?.abandon(new Error('the MCP hub is shut down'));
+    await Promise.allSettled(all.map((slot) => slot.connecting?.conn));
     for (const slot of all) slot.conn = undefined;
     await Promise.all([...this.open].map((conn) => this.closeConnection(conn, true)));
   }
@@ -121,65 +118,91 @@ export class Connections {
       if (last && Date.now() - last.at < FAIL_FAST_MS) {
         return Promise.reject(this.transient(slot, `unavailable: ${last.reason}`));
       }
-      slot.connecting = this.openConnection(slot)
-        .then(
-          (conn) => {
-            if (this.closed || slot.replaced) {
-              void this.closeConnection(conn, false);
-              throw this.transient(slot, this.closed ? 'the MCP hub is shut down' : 'the server was reconfigured; retry');
-            }
-            slot.conn = conn;
-            slot.lastFailure = undefined;
-            if (slot.warned) this.logger.info({ server: slot.cfg.name, failedConnects: slot.warned.repeats + 1 }, 'MCP server reachable again');
-            slot.warned = undefined;
-            return conn;
-          },
-          (error: unknown) => {
-            // Not the server failing: the user has to act. No fail-fast window, no warning.
-            if (isAuthorizationError(error)) throw error;
-            const reason = safeReason(describeCause(error), slot.secrets);
-            slot.lastFailure = { at: Date.now(), reason };
-            const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
-            // Said once at warn, again only when the reason changes or every REPEAT_WARNING_MS; the
-            // connects in between (every catalog refresh and call tries) go to debug.
-            const now = Date.now();
-            const repeat = slot.warned?.reason === reason && now - slot.warned.at < REPEAT_WARNING_MS;
-            const fields = { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) };
-            if (repeat && slot.warned) {
-              slot.warned.repeats++;
-              this.logger.debug(fields, `MCP server still unavailable: ${describeServer(slot.cfg)}`);
-            } else {
-              const since = slot.warned?.reason === reason ? { failedConnectsSinceLastWarning: slot.warned.repeats } : {};
-              this.logger.warn({ ...fields, ...since }, `MCP server unavailable: ${describeServer(slot.cfg)}`);
-              slot.warned = { at: now, reason, repeats: 0 };
-            }
-            throw this.transient(slot, `unavailable: ${reason}`);
-          },
-        )
-        .finally(() => {
-          slot.connecting = undefined;
-        });
+      const began = Date.now();
+      slot.connecting = startConnectAttempt(slot.cfg.timeouts.connectMs, (limits) =>
+        this.openConnection(slot, limits)
+          .then(
+            (conn) => this.connected(slot, conn, began),
+            (error: unknown) => this.connectFailed(slot, error),
+          )
+          .finally(() => {
+            slot.connecting = undefined;
+          }),
+      );
     }
-    return signal ? this.raceAbort(slot, slot.connecting, signal) : slot.connecting;
+    return this.waitForConnect(slot, slot.connecting, signal);
   }
 
-  /** Gives up waiting when the signal fires, without cancelling the shared connect. */
-  private raceAbort<T>(slot: Slot, promise: Promise<T>, signal: AbortSignal): Promise<T> {
-    if (signal.aborted) return Promise.reject(new McpAbortError(slot.cfg.name, signal.reason));
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = (): void => reject(new McpAbortError(slot.cfg.name, signal.reason));
-      signal.addEventListener('abort', onAbort, { once: true });
-      promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  /**
+   * One use's wait for the connect under way: its own connect timeout, or until its signal fires,
+   * whichever comes first; the connect goes on for the uses still waiting (connect-attempt.ts).
+   */
+  private waitForConnect(slot: Slot, attempt: ConnectAttempt, signal: AbortSignal | undefined): Promise<Connection> {
+    if (signal?.aborted) return Promise.reject(new McpAbortError(slot.cfg.name, signal.reason));
+    const connectMs = slot.cfg.timeouts.connectMs;
+    const seat = attempt.join();
+    return new Promise<Connection>((resolve, reject) => {
+      const giveUp = (error: Error): void => {
+        reject(error);
+        seat.leave();
+      };
+      const timer = setTimeout(() => giveUp(this.transient(slot, `unavailable: ${new ConnectTimeoutError(connectMs).message}`)), connectMs);
+      const onAbort = (): void => giveUp(new McpAbortError(slot.cfg.name, signal?.reason));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      attempt.conn.then(resolve, reject).finally(() => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        seat.leave();
+      });
     });
   }
 
-  private async openConnection(slot: Slot): Promise<Connection> {
+  private connected(slot: Slot, conn: Connection, began: number): Connection {
+    if (this.closed || slot.replaced) {
+      void this.closeConnection(conn, false);
+      throw this.transient(slot, this.closed ? 'the MCP hub is shut down' : 'the server was reconfigured; retry');
+    }
+    slot.conn = conn;
+    slot.lastFailure = undefined;
+    if (slot.warned) this.logger.info({ server: slot.cfg.name, failedConnects: slot.warned.repeats + 1 }, 'MCP server reachable again');
+    slot.warned = undefined;
+    // The uses that came first were told it was unavailable: say that it came after all.
+    const tookMs = Date.now() - began;
+    if (tookMs > slot.cfg.timeouts.connectMs) this.logger.info({ server: slot.cfg.name, tookMs }, 'MCP server connected after its connect timeout; the uses still waiting have it');
+    return conn;
+  }
+
+  private connectFailed(slot: Slot, error: unknown): never {
+    // Not the server failing: the user has to act. No fail-fast window, no warning.
+    if (isAuthorizationError(error)) throw error;
+    // Given up because the pool shuts down: nothing to say about the server.
+    if (this.closed) throw this.transient(slot, 'the MCP hub is shut down');
+    const reason = safeReason(describeCause(error), slot.secrets);
+    slot.lastFailure = { at: Date.now(), reason };
+    const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
+    // Said once at warn, again only when the reason changes or every REPEAT_WARNING_MS; the
+    // connects in between (every catalog refresh and call tries) go to debug.
+    const now = Date.now();
+    const repeat = slot.warned?.reason === reason && now - slot.warned.at < REPEAT_WARNING_MS;
+    const fields = { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) };
+    if (repeat && slot.warned) {
+      slot.warned.repeats++;
+      this.logger.debug(fields, `MCP server still unavailable: ${describeServer(slot.cfg)}`);
+    } else {
+      const since = slot.warned?.reason === reason ? { failedConnectsSinceLastWarning: slot.warned.repeats } : {};
+      this.logger.warn({ ...fields, ...since }, `MCP server unavailable: ${describeServer(slot.cfg)}`);
+      slot.warned = { at: now, reason, repeats: 0 };
+    }
+    throw this.transient(slot, `unavailable: ${reason}`);
+  }
+
+  private async openConnection(slot: Slot, limits: AttemptLimits): Promise<Connection> {
     const cfg = slot.cfg;
-    if (cfg.kind === 'stdio') return await this.openOnce(slot, 'stdio');
+    if (cfg.kind === 'stdio') return await this.openOnce(slot, 'stdio', limits);
     const preferred = cfg.transport === 'auto' ? slot.httpKind : cfg.transport;
-    if (preferred) return await this.openOnce(slot, preferred);
+    if (preferred) return await this.openOnce(slot, preferred, limits);
     const { conn, kind } = await openHttpWithFallback(
-      (k) => this.openOnce(slot, k),
+      (k) => this.openOnce(slot, k, limits),
       (reason) => this.logger.info({ server: cfg.name, reason: safeReason(reason, slot.secrets) }, 'Streamable HTTP refused; trying legacy HTTP+SSE'),
     );
     slot.httpKind = kind;
@@ -193,7 +216,7 @@ export class Connections {
     this.logger.debug({ server: slot.cfg.name }, `[${slot.cfg.name}] ${line}`);
   }
 
-  private async openOnce(slot: Slot, kind: TransportKind): Promise<Connection> {
+  private async openOnce(slot: Slot, kind: TransportKind, limits: AttemptLimits): Promise<Connection> {
     const cfg = slot.cfg;
     slot.stderrTail = [];
     const calls = new CallsInFlight(kind !== 'streamable-http');
@@ -211,23 +234,16 @@ export class Connections {
     };
     const session = conn.session;
 
-    const connectMs = cfg.timeouts.connectMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ConnectTimeoutError(connectMs)), connectMs);
-    });
     this.open.add(conn);
     try {
       // Not in the caller's context: the streams the connection keeps open must carry no call's (server-requests.ts).
-      const connecting = callerContext.run(connectionContext(callerContext.getStore()), () => session.connect(connectMs));
-      await Promise.race([connecting, timedOut]);
+      const connecting = callerContext.run(connectionContext(callerContext.getStore()), () => session.connect(limits.budgetMs()));
+      await Promise.race([connecting, limits.givenUp]);
     } catch (error) {
       // Not awaited: killing a hung child can take seconds and the caller should hear now. The
       // connection stays in `open` until it is gone, so closeAll() still waits for it.
       void this.closeConnection(conn, false);
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
     conn.pid = session.pid();
     conn.alive = true;

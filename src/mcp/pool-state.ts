@@ -61,14 +61,27 @@ export interface Connection {
   closing?: Promise<void>;
 }
 
+/**
+ * A connect under way (connections.ts). Each use waits for it for its own connect timeout; the connect
+ * itself goes on while a use still waits for it (at least one connect timeout, at most
+ * MAX_CONNECT_TIMEOUTS of them), so a use that came late is not failed by an earlier one's timeout.
+ */
+export interface ConnectAttempt {
+  readonly conn: Promise<Connection>;
+  /** One more use waits for it; `leave` when that use stops waiting (answered, timed out or aborted). */
+  join(): { leave(): void };
+  /** Ends it now (the pool shuts down): what it opens is closed. */
+  abandon(reason: Error): void;
+}
+
 export interface Slot {
   /** Replaced in place only when a reload changes nothing but the roots (the connection stays). */
   cfg: McpServerConfig;
   /** Values that must never appear in a message (src/security/secrets.ts). */
   readonly secrets: readonly string[];
   conn?: Connection;
-  /** Shared by concurrent first uses; cleared when settled, so a failure is never cached. */
-  connecting?: Promise<Connection>;
+  /** The connect under way, shared by every use that comes meanwhile; cleared when settled, so a failure is never cached. */
+  connecting?: ConnectAttempt;
   lastFailure?: { at: number; reason: string };
   /** The failure last said at warn level, and how many connects failed the same way since (said at debug). */
   warned?: { at: number; reason: string; repeats: number };

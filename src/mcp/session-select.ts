@@ -106,7 +106,7 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
       };
       let modern: McpSession | undefined;
       try {
-        modern = openV2Session(target, probeHooks, { probeMs: Math.min(PROBE_MS, Math.floor(timeoutMs / 3)) });
+        modern = openV2Session(target, probeHooks, { probeMs: Math.min(PROBE_MS, Math.floor(target.cfg.timeouts.connectMs / 3)) });
         session = modern;
         await modern.connect(timeoutMs);
         unproven = known?.kind === 'modern';

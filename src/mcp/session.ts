@@ -107,7 +107,10 @@ export interface RejoinedSession extends TaskReader {
 /** One connection to one server. */
 export interface McpSession extends TaskReader {
   readonly kind: TransportKind;
-  /** Opens the connection and runs the handshake. */
+  /**
+   * Opens the connection and runs the handshake, within `timeoutMs` (the pool's connect may outlive one
+   * connect timeout while uses still wait for it: src/mcp/connect-attempt.ts).
+   */
   connect(timeoutMs: number): Promise<void>;
   /** The stdio child's pid once connected. */
   pid(): number | undefined;

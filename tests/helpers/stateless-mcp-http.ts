@@ -1,7 +1,7 @@
 /**
  * A stateless MCP server over Streamable HTTP for tests (JSON responses, a new server per request)
  * on a free port of 127.0.0.1. `intercept` sees each parsed request before it is handled (e.g. to
- * cut the answer's connection).
+ * cut the answer's connection, or to hold it until a test lets it through).
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +15,7 @@ export interface StatelessMcpHttp {
 
 export async function serveStatelessMcp(
   create: () => McpServer,
-  intercept?: (body: { method?: string }, req: http.IncomingMessage, res: http.ServerResponse) => void,
+  intercept?: (body: { method?: string }, req: http.IncomingMessage, res: http.ServerResponse) => void | Promise<void>,
 ): Promise<StatelessMcpHttp> {
   const httpServer = http.createServer((req, res) => {
     if (req.method !== 'POST') {
@@ -28,7 +28,7 @@ export async function serveStatelessMcp(
     req.on('end', () => {
       void (async () => {
         const body = JSON.parse(raw) as { method?: string };
-        intercept?.(body, req, res);
+        await intercept?.(body, req, res);
         const server = create();
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         res.on('close', () => {
