@@ -8,8 +8,12 @@
  *
  * At most one request is in flight. The first chunk leaves at once (next microtask, so a synchronous
  * burst still shares a request); whatever arrives meanwhile waits for that request to finish and goes
- * in the next batch. Latency is thus one round trip at most, and a fast model does not cause a request
- * per token. Consecutive deltas of one step coalesce into one chunk while they wait.
+ * in the next batch. Text alone (deltas, progress) also waits until `minRequestIntervalMs` has passed
+ * since the previous request started, so a model streaming steadily costs a request per interval, not
+ * one per token that happens to arrive between two requests; anything else queued (a step's end, a
+ * reset, a notice, a durable event) takes the waiting text along at once (decision 0035). Latency is
+ * thus one round trip or one interval at most. Consecutive deltas of one step coalesce into one chunk
+ * while they wait.
  *
  * Best effort by design: the durable answer is in workflow state, so nothing here may slow down or
  * fail an LLM call. Methods never throw; chunks that do not fit in the buffer or whose request fails
@@ -81,6 +85,11 @@ export interface LivePublisherOptions {
   retryDelayMs?: number;
   /** At most one warning per this interval. */
   warnEveryMs?: number;
+  /**
+   * Text alone is sent at most once per this interval (default 25 ms: well below what a reader can
+   * see, and several tokens of a fast model); other chunks are never held back by it.
+   */
+  minRequestIntervalMs?: number;
 }
 
 /** Text per request, so a batch stays well inside the ingest route's body limit. */
@@ -111,6 +120,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
   const maxBuffered = Math.max(1, opts.maxBufferedChunks ?? 1000);
   const retryDelayMs = opts.retryDelayMs ?? 1_000;
   const warnEveryMs = opts.warnEveryMs ?? 30_000;
+  const minIntervalMs = Math.max(0, opts.minRequestIntervalMs ?? 25);
 
   const attempts = new Map<string, AttemptState>();
   const queue: Pending[] = [];
@@ -121,6 +131,11 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
   let inFlight: Promise<void> | undefined;
   let scheduled = false;
   let pause: NodeJS.Timeout | undefined;
+  /** Queued text waiting for minIntervalMs since the last request. */
+  let linger: NodeJS.Timeout | undefined;
+  let lastRequestAt = -Infinity;
+  /** Queued chunks other than text (deltas, progress): they are sent without lingering. */
+  let urgent = 0;
   let closed = false;
   const counts = { sent: 0, dropped: 0, requests: 0, failedRequests: 0 };
   let lastWarnAt = -Infinity;
@@ -147,12 +162,31 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
 
   const schedule = (): void => {
     if (scheduled || inFlight || pause || queue.length === 0) return;
+    const wait = urgent === 0 ? lastRequestAt + minIntervalMs - performance.now() : 0;
+    if (wait > 0) {
+      if (!linger) {
+        linger = setTimeout(() => {
+          linger = undefined;
+          schedule();
+        }, Math.ceil(wait));
+        linger.unref();
+      }
+      return;
+    }
+    stopLingering();
     scheduled = true;
     queueMicrotask(() => {
       scheduled = false;
       if (!inFlight && !pause && queue.length > 0) sendNext();
     });
   };
+
+  const stopLingering = (): void => {
+    if (linger) clearTimeout(linger);
+    linger = undefined;
+  };
+
+  const isText = (chunk: LiveChunk): boolean => chunk.kind === 'delta' || chunk.kind === 'progress';
 
   const enqueue = (chunk: LiveChunk, key: string, eventChars?: number): Pending | undefined => {
     // reset, end and events are few and matter more than one delta: they get headroom.
@@ -163,6 +197,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
     }
     const pending: Pending = { chunk, key, seq: ++seq, ...(eventChars !== undefined ? { eventChars } : {}) };
     queue.push(pending);
+    if (!isText(chunk)) urgent++;
     schedule();
     return pending;
   };
@@ -194,6 +229,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       n++;
     }
     const batch = queue.splice(0, n);
+    for (const p of batch) if (!isText(p.chunk)) urgent--;
     // Taken chunks are on their way: nothing may be appended to them any more.
     for (const p of batch) if (growing.get(p.key) === p) growing.delete(p.key);
     return batch;
@@ -201,6 +237,7 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
 
   const post = async (batch: Pending[]): Promise<void> => {
     counts.requests++;
+    lastRequestAt = performance.now();
     let failure: string | undefined;
     try {
       await transport.send(batch.map((p) => p.chunk));
@@ -244,11 +281,12 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
           continue;
         }
         if (queue.length === 0) break;
-        // Whoever flushes (a step that ends) wants delivery now, not after the pause.
+        // Whoever flushes wants delivery now, not after the pause or the interval.
         if (pause) {
           clearTimeout(pause);
           pause = undefined;
         }
+        stopLingering();
         sendNext();
       }
     } catch {
@@ -356,7 +394,9 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       closed = true;
       if (pause) clearTimeout(pause);
       pause = undefined;
+      stopLingering();
       if (queue.length > 0) noteDrop(queue.splice(0).length, 'publisher closed');
+      urgent = 0;
     },
 
     stats: () => ({ queued: queue.length, ...counts }),
