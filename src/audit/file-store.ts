@@ -2,11 +2,20 @@
  * The audit chain in a JSON Lines file, one entry per line.
  *
  * Several processes may append to the same file (on one host: the lock is a lock directory beside
- * the file): each append holds a proper-lockfile lock (`<file>.lock`) while it reads the last entry
- * and writes the next one, and within one process appends to the same file are queued, so lock
- * retries are only spent on other processes.
+ * the file): each write holds a proper-lockfile lock (`<file>.lock`) while it finds the chain's head
+ * and appends after it. Within one process, appends to the same file go through one appender
+ * (whatever AuditLog instance asked), so lock retries are only spent on other processes, and
+ * appends that arrive while a write is under way are written together by the next one: one lock,
+ * one write and one fsync for the group, each entry still chained on the one before it.
+ *
+ * The head is read from the end of the file unless the file is exactly as this process left it
+ * after its last write (same device, inode, size and change time, checked under the lock): then the
+ * entry this process wrote last is the head, and reading and re-hashing it again would tell nothing
+ * new. Another process's append changes the size, a rewrite the change time, a rotation the inode.
+ * (docs/decisions/0035-worker-cpu-live-pushes-and-audit-appends.md)
  */
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { mkdir, open, realpath, type FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import { AuditLogError, EMPTY_CHAIN, headOf, nextEntry, type AuditChainStore, type AuditDraft, type ChainHead } from './chain';
 import { APPEND_LOCK_RETRIES, lockAuditFile, type HeldLock } from './lock';
@@ -15,6 +24,8 @@ import type { AuditEntry } from './schema';
 const TAIL_CHUNK_BYTES = 4096;
 const MAX_TAIL_CHUNK_BYTES = 1 << 20;
 const NEWLINE = 0x0a;
+/** Most entries one write carries; more waiting go in the next. */
+const MAX_GROUP_ENTRIES = 100;
 
 export class FileAuditStore implements AuditChainStore {
   readonly file: string;
@@ -27,50 +38,148 @@ export class FileAuditStore implements AuditChainStore {
     return this.file;
   }
 
-  async append(draft: AuditDraft): Promise<AuditEntry> {
-    return serialize(this.file, () => this.appendLocked(draft));
+  append(draft: AuditDraft): Promise<AuditEntry> {
+    let appender = appenders.get(this.file);
+    if (!appender) {
+      appender = new FileAppender(this.file);
+      appenders.set(this.file, appender);
+    }
+    return appender.append(draft);
+  }
+}
+
+// ------------------------------------------------------------------ the process's appender per file
+
+interface Waiting {
+  draft: AuditDraft;
+  resolve(entry: AuditEntry): void;
+  reject(err: unknown): void;
+}
+
+/** What this process wrote last: the chain's head while the file is still exactly as it was then. */
+interface WrittenTail {
+  dev: number;
+  ino: number;
+  size: number;
+  ctimeMs: number;
+  head: ChainHead;
+}
+
+const appenders = new Map<string, FileAppender>();
+
+class FileAppender {
+  private readonly waiting: Waiting[] = [];
+  private draining = false;
+  /** The file's real path once it exists: proper-lockfile keys the lock on it (symlinks resolved). */
+  private lockPath: string | undefined;
+  private written: WrittenTail | undefined;
+
+  constructor(private readonly file: string) {}
+
+  append(draft: AuditDraft): Promise<AuditEntry> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ draft, resolve, reject });
+      if (this.draining) return;
+      this.draining = true;
+      // A microtask later, so appends asked for together share the first write too.
+      queueMicrotask(() => void this.drain());
+    });
   }
 
-  private async appendLocked(draft: AuditDraft): Promise<AuditEntry> {
-    await mkdir(path.dirname(this.file), { recursive: true });
-    // proper-lockfile resolves the file's real path, so the file must exist before it is locked.
-    await (await open(this.file, 'a')).close();
-
-    let lock: HeldLock;
+  private async drain(): Promise<void> {
     try {
-      lock = await lockAuditFile(this.file, APPEND_LOCK_RETRIES);
+      while (this.waiting.length > 0) {
+        const group = this.waiting.splice(0, MAX_GROUP_ENTRIES);
+        try {
+          const entries = await this.write(group.map((w) => w.draft));
+          group.forEach((w, i) => w.resolve(entries[i] as AuditEntry));
+        } catch (err) {
+          // Nothing is assumed about the file after a failure: the next write starts afresh.
+          this.written = undefined;
+          this.lockPath = undefined;
+          for (const w of group) w.reject(err);
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** The file, open for appending, and its lock's path; its directory and the file are made again if they went away. */
+  private async openFile(): Promise<{ fh: FileHandle; lockPath: string }> {
+    try {
+      const lockPath = (this.lockPath ??= await prepare(this.file));
+      return { fh: await open(this.file, 'a+'), lockPath };
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ELOCKED') {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const lockPath = (this.lockPath = await prepare(this.file));
+    return { fh: await open(this.file, 'a+'), lockPath };
+  }
+
+  private async lock(lockPath: string): Promise<HeldLock> {
+    try {
+      return await lockAuditFile(lockPath, APPEND_LOCK_RETRIES, { resolved: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ELOCKED') {
         throw new AuditLogError('locked', `audit log ${this.file} stayed locked by another process; gave up waiting`);
       }
       throw err;
     }
+  }
 
+  private async write(drafts: AuditDraft[]): Promise<AuditEntry[]> {
+    // Opened before the lock is taken (an O_APPEND handle writes at the end whenever it writes), so a
+    // missing directory is found at once rather than after the lock's retries.
+    const { fh, lockPath } = await this.openFile();
     try {
-      const fh = await open(this.file, 'a+');
+      const lock = await this.lock(lockPath);
       try {
-        const entry = nextEntry(draft, await readTail(fh, this.file));
+        const before = await fh.stat();
+        let head = this.unchangedSince(before) ?? (await readTail(fh, before.size, this.file));
+        const entries = drafts.map((draft) => {
+          const entry = nextEntry(draft, head);
+          head = { seq: entry.seq, hash: entry.hash };
+          return entry;
+        });
+        const text = entries.map((e) => `${JSON.stringify(e)}\n`).join('');
         // Checked as late as possible: past this point another process may hold the lock too, and two
         // writers would fork the chain.
         if (lock.compromised) {
-          throw new AuditLogError(
-            'lock_compromised',
-            `lost the lock on audit log ${this.file} (${lock.compromised.message}); entry not written`,
-          );
+          throw new AuditLogError('lock_compromised', `lost the lock on audit log ${this.file} (${lock.compromised.message}); entry not written`);
         }
-        await fh.appendFile(`${JSON.stringify(entry)}\n`, 'utf8');
-        await fh.sync();
-        return entry;
+        this.written = undefined;
+        await fh.appendFile(text, 'utf8');
+        // The data and the size it needs to be read back (an append's metadata), before anyone is told.
+        await fh.datasync();
+        const after = await fh.stat();
+        if (after.size === before.size + Buffer.byteLength(text, 'utf8')) {
+          this.written = { dev: after.dev, ino: after.ino, size: after.size, ctimeMs: after.ctimeMs, head };
+        }
+        return entries;
       } finally {
-        await fh.close();
+        // A failed release (the lock was compromised or already removed as stale) must not turn a
+        // written entry into an error: the caller would retry and log the event twice.
+        await lock.release().catch(() => undefined);
       }
     } finally {
-      // A failed release (the lock was compromised or already removed as stale) must not turn a
-      // written entry into an error: the caller would retry and log the event twice.
-      await lock.release().catch(() => undefined);
+      await fh.close();
     }
   }
+
+  /** The head this process wrote, if the file is still exactly as it was after that write. */
+  private unchangedSince(now: Stats): ChainHead | undefined {
+    const w = this.written;
+    if (!w || w.dev !== now.dev || w.ino !== now.ino || w.size !== now.size || w.ctimeMs !== now.ctimeMs) return undefined;
+    return w.head;
+  }
+}
+
+/** Creates the directory and the file (the lock is keyed on its real path, so it must exist); returns that path. */
+async function prepare(file: string): Promise<string> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await (await open(file, 'a')).close();
+  return await realpath(file);
 }
 
 // ------------------------------------------------------------------ tail
@@ -88,8 +197,7 @@ async function readFully(fh: FileHandle, buf: Buffer, position: number): Promise
  * The seq and hash of the last entry, reading only the end of the file: a chunk of a few KB,
  * doubled (up to 1 MiB per read) until the start of the last line is found.
  */
-async function readTail(fh: FileHandle, file: string): Promise<ChainHead> {
-  const { size } = await fh.stat();
+async function readTail(fh: FileHandle, size: number, file: string): Promise<ChainHead> {
   if (size === 0) return EMPTY_CHAIN;
 
   const lastByte = Buffer.alloc(1);
@@ -118,22 +226,4 @@ async function readTail(fh: FileHandle, file: string): Promise<ChainHead> {
     chunk = Math.min(chunk * 2, MAX_TAIL_CHUNK_BYTES);
   }
   return headOf(Buffer.concat(parts).toString('utf8'), file);
-}
-
-// ------------------------------------------------------------------ in-process queue
-
-const queues = new Map<string, Promise<void>>();
-
-function serialize<T>(key: string, task: () => Promise<T>): Promise<T> {
-  const previous = queues.get(key) ?? Promise.resolve();
-  const run = previous.then(task);
-  const settled = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  queues.set(key, settled);
-  void settled.then(() => {
-    if (queues.get(key) === settled) queues.delete(key);
-  });
-  return run;
 }

@@ -15,12 +15,16 @@ export interface HeldLock {
   readonly compromised: Error | undefined;
 }
 
-/** Locks `<file>.lock`; the file must exist (the lock is keyed on its real path, symlinks resolved). */
-export async function lockAuditFile(file: string, retries: typeof APPEND_LOCK_RETRIES): Promise<HeldLock> {
+/**
+ * Locks `<file>.lock`; the file must exist (the lock is keyed on its real path, symlinks resolved).
+ * `resolved`: `file` is that real path already (an appender resolves it once, not on every append).
+ */
+export async function lockAuditFile(file: string, retries: typeof APPEND_LOCK_RETRIES, opts: { resolved?: boolean } = {}): Promise<HeldLock> {
   let compromised: Error | undefined;
   const release = await lockfile.lock(file, {
     stale: LOCK_STALE_MS,
     retries,
+    realpath: opts.resolved !== true,
     // The default handler throws from a timer, which would crash the whole process.
     onCompromised: (err) => {
       compromised = err;

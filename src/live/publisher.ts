@@ -6,10 +6,9 @@
  * The turn workflow's sink hands it copies of durable events the same way, so one queue keeps a step's
  * `calling_llm` event ahead of that step's text.
  *
- * At most one request is in flight. The first chunk leaves at once (next microtask, so a synchronous
- * burst still shares a request); whatever arrives meanwhile waits for that request to finish and goes
- * in the next batch. Latency is thus one round trip at most, and a fast model does not cause a request
- * per token. Consecutive deltas of one step coalesce into one chunk while they wait.
+ * Batches leave through a send queue (./send-queue.ts): one request in flight, the first chunk at
+ * once, text alone at most once per `minRequestIntervalMs` while anything else goes at once and takes
+ * it along (decision 0035). Consecutive deltas of one step coalesce into one chunk while they wait.
  *
  * Best effort by design: the durable answer is in workflow state, so nothing here may slow down or
  * fail an LLM call. Methods never throw; chunks that do not fit in the buffer or whose request fails
@@ -18,14 +17,13 @@
  */
 import { scrubSecrets } from '../security/secrets';
 import type { PushedTurn, TurnEvent } from '../shared/turn';
-import { describeError, httpLiveTransport, type LiveTransport } from './transport';
+import { createSendQueue, type Pending } from './send-queue';
+import { httpLiveTransport, type LiveTransport } from './transport';
 import {
-  MAX_BATCH_CHUNKS,
   MAX_EVENT_CHARS,
   MAX_CHUNK_TEXT_CHARS,
   MAX_NOTICE_CHARS,
   MAX_TURN_ID_CHARS,
-  type LiveChunk,
   type LiveLogger,
 } from './chunk';
 
@@ -81,20 +79,15 @@ export interface LivePublisherOptions {
   retryDelayMs?: number;
   /** At most one warning per this interval. */
   warnEveryMs?: number;
+  /**
+   * Text alone is sent at most once per this interval (default 25 ms: well below what a reader can
+   * see, and several tokens of a fast model); other chunks are never held back by it.
+   */
+  minRequestIntervalMs?: number;
 }
 
-/** Text per request, so a batch stays well inside the ingest route's body limit. */
-const MAX_BATCH_TEXT_CHARS = 256 * 1024;
 /** Attempts whose offsets are remembered; far above the LLM calls one worker runs at once. */
 const MAX_TRACKED_ATTEMPTS = 10_000;
-
-interface Pending {
-  chunk: LiveChunk;
-  key: string;
-  seq: number;
-  /** JSON characters of an event chunk's event (counted against MAX_BATCH_TEXT_CHARS like text). */
-  eventChars?: number;
-}
 
 interface AttemptState {
   /** Characters handed to delta() so far, sent or not. */
@@ -113,30 +106,24 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
   const warnEveryMs = opts.warnEveryMs ?? 30_000;
 
   const attempts = new Map<string, AttemptState>();
-  const queue: Pending[] = [];
   /** The queued delta of each attempt that later contiguous text may still be appended to. */
   const growing = new Map<string, Pending>();
-  let seq = 0;
-  let settledSeq = 0;
-  let inFlight: Promise<void> | undefined;
-  let scheduled = false;
-  let pause: NodeJS.Timeout | undefined;
   let closed = false;
-  const counts = { sent: 0, dropped: 0, requests: 0, failedRequests: 0 };
+  let dropped = 0;
   let lastWarnAt = -Infinity;
   let droppedSinceWarning = 0;
 
   const scrub = (text: string) => scrubSecrets(text, [opts.secret]);
 
   const noteDrop = (n: number, reason: string): void => {
-    counts.dropped += n;
+    dropped += n;
     droppedSinceWarning += n;
     const now = Date.now();
     if (!opts.logger || now - lastWarnAt < warnEveryMs) return;
     lastWarnAt = now;
     try {
       opts.logger.warn(
-        { target: transport.target(), dropped: droppedSinceWarning, droppedTotal: counts.dropped, reason: scrub(reason) },
+        { target: transport.target(), dropped: droppedSinceWarning, droppedTotal: dropped, reason: scrub(reason) },
         'live text: chunks dropped (best effort; clients get the final text)',
       );
     } catch {
@@ -145,27 +132,18 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
     droppedSinceWarning = 0;
   };
 
-  const schedule = (): void => {
-    if (scheduled || inFlight || pause || queue.length === 0) return;
-    scheduled = true;
-    queueMicrotask(() => {
-      scheduled = false;
-      if (!inFlight && !pause && queue.length > 0) sendNext();
-    });
-  };
-
-  const enqueue = (chunk: LiveChunk, key: string, eventChars?: number): Pending | undefined => {
-    // reset, end and events are few and matter more than one delta: they get headroom.
-    const limit = chunk.kind === 'delta' ? maxBuffered : maxBuffered * 2;
-    if (queue.length >= limit) {
-      noteDrop(1, 'buffer full');
-      return undefined;
-    }
-    const pending: Pending = { chunk, key, seq: ++seq, ...(eventChars !== undefined ? { eventChars } : {}) };
-    queue.push(pending);
-    schedule();
-    return pending;
-  };
+  const queue = createSendQueue({
+    transport,
+    maxBuffered,
+    retryDelayMs,
+    minIntervalMs: Math.max(0, opts.minRequestIntervalMs ?? 25),
+    dropped: noteDrop,
+    // Taken chunks are on their way: nothing may be appended to them any more.
+    taken: (batch) => {
+      for (const p of batch) if (growing.get(p.key) === p) growing.delete(p.key);
+    },
+  });
+  const enqueue = queue.enqueue;
 
   /** The attempt's state; its first sighting on attempt > 1 queues the reset that tells clients to discard. */
   const begin = (turnId: string, step: number, attempt: number): { key: string; state: AttemptState } | undefined => {
@@ -182,78 +160,6 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       if (attempt > 1) enqueue({ turnId, step, attempt, kind: 'reset', offset: 0, text: '' }, key);
     }
     return { key, state };
-  };
-
-  const takeBatch = (): Pending[] => {
-    let n = 0;
-    let chars = 0;
-    while (n < queue.length && n < MAX_BATCH_CHUNKS) {
-      const size = (queue[n] as Pending).chunk.text.length + ((queue[n] as Pending).eventChars ?? 0);
-      if (n > 0 && chars + size > MAX_BATCH_TEXT_CHARS) break;
-      chars += size;
-      n++;
-    }
-    const batch = queue.splice(0, n);
-    // Taken chunks are on their way: nothing may be appended to them any more.
-    for (const p of batch) if (growing.get(p.key) === p) growing.delete(p.key);
-    return batch;
-  };
-
-  const post = async (batch: Pending[]): Promise<void> => {
-    counts.requests++;
-    let failure: string | undefined;
-    try {
-      await transport.send(batch.map((p) => p.chunk));
-    } catch (err) {
-      failure = describeError(err);
-    }
-    if (failure === undefined) {
-      counts.sent += batch.length;
-      return;
-    }
-    counts.failedRequests++;
-    noteDrop(batch.length, failure);
-    if (!closed && retryDelayMs > 0) {
-      pause = setTimeout(() => {
-        pause = undefined;
-        schedule();
-      }, retryDelayMs);
-      pause.unref();
-    }
-  };
-
-  const sendNext = (): void => {
-    const batch = takeBatch();
-    const last = batch.at(-1);
-    if (!last) return;
-    inFlight = post(batch)
-      .catch(() => undefined)
-      .finally(() => {
-        inFlight = undefined;
-        settledSeq = Math.max(settledSeq, last.seq);
-        schedule();
-      });
-  };
-
-  const flush = async (): Promise<void> => {
-    try {
-      const wanted = seq;
-      while (settledSeq < wanted) {
-        if (inFlight) {
-          await inFlight;
-          continue;
-        }
-        if (queue.length === 0) break;
-        // Whoever flushes (a step that ends) wants delivery now, not after the pause.
-        if (pause) {
-          clearTimeout(pause);
-          pause = undefined;
-        }
-        sendNext();
-      }
-    } catch {
-      // Never rejects: see LivePublisher.flush.
-    }
   };
 
   return {
@@ -348,18 +254,16 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       }
     },
 
-    flush,
+    flush: () => queue.flush(),
 
     async close() {
       if (closed) return;
-      await flush();
+      await queue.flush();
       closed = true;
-      if (pause) clearTimeout(pause);
-      pause = undefined;
-      if (queue.length > 0) noteDrop(queue.splice(0).length, 'publisher closed');
+      queue.stop('publisher closed');
     },
 
-    stats: () => ({ queued: queue.length, ...counts }),
+    stats: () => ({ ...queue.stats(), dropped }),
   };
 }
 

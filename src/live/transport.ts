@@ -7,11 +7,19 @@
  *   list every replica): the address that answered last is tried first; one that fails to connect,
  *   times out or answers 5xx hands the same batch to the next, so a dead replica costs one failed
  *   connect, not the live text. A 4xx (wrong secret, invalid batch) is not the address's fault and
- *   goes to no other. Each request resolves its host anew, so a name whose address moved follows it.
+ *   goes to no other. Requests go through node:http(s) with a keep-alive agent, not fetch: a push is
+ *   a small POST, and fetch's streams cost several times the CPU of the request itself (decision
+ *   0035). An idle connection is closed after IDLE_SOCKET_MS, and each new one resolves its host
+ *   anew, so a name whose address moved is followed.
  * - On the PostgreSQL bus itself (./pg-bus.ts `notifyChunks`), when the worker shares the replicas'
  *   database: no replica stands between the worker and every replica's hub.
  */
+import http from 'node:http';
+import https from 'node:https';
 import type { LiveChunk } from './chunk';
+
+/** How long a connection may wait for the next push before it is closed (the API's keep-alive lasts longer). */
+const IDLE_SOCKET_MS = 4_000;
 
 export interface LiveTransport {
   /** Where batches go now, for log lines: never credentials or a query. */
@@ -36,27 +44,43 @@ export function createFailoverPost(opts: FailoverPostOptions): { post(body: unkn
   if (opts.urls.length === 0) throw new Error('live transport: at least one URL is needed');
   if (opts.secret === '') throw new Error('live transport: secret must not be empty');
   const urls = opts.urls.map((u) => new URL(u));
+  const odd = urls.find((u) => u.protocol !== 'http:' && u.protocol !== 'https:');
+  if (odd) throw new Error(`live transport: ${odd.protocol} addresses are not supported (http or https)`);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${opts.secret}` };
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, maxFreeSockets: 2, timeout: IDLE_SOCKET_MS }),
+    'https:': new https.Agent({ keepAlive: true, maxFreeSockets: 2, timeout: IDLE_SOCKET_MS }),
+  };
   let current = 0;
   const describe = (u: URL): string => `${u.origin}${u.pathname}`;
 
-  const once = async (url: URL, body: string): Promise<void> => {
-    let res: Response;
-    try {
-      res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(opts.requestTimeoutMs) });
-    } catch (err) {
-      throw new AddressFailure(describeError(err));
-    }
-    // Reading the (small) body lets the keep-alive connection be reused.
-    await res.arrayBuffer().catch(() => undefined);
-    if (res.status >= 500) throw new AddressFailure(`HTTP ${res.status}`);
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
-  };
+  const once = (url: URL, body: Buffer): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const client = url.protocol === 'https:' ? https : http;
+      const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
+      const req = client.request(
+        url,
+        { method: 'POST', headers: { ...headers, 'content-length': body.length }, agent, signal: AbortSignal.timeout(opts.requestTimeoutMs) },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          // Reading the (small) body to its end lets the keep-alive connection be reused.
+          res.resume();
+          res.on('error', (err) => reject(new AddressFailure(describeError(err))));
+          res.on('end', () => {
+            if (status >= 500) reject(new AddressFailure(`HTTP ${status}`));
+            else if (status < 200 || status >= 300) reject(new Error(`HTTP ${status}`));
+            else resolve();
+          });
+        },
+      );
+      req.on('error', (err) => reject(new AddressFailure(describeError(err))));
+      req.end(body);
+    });
 
   return {
     target: () => describe(urls[current] as URL),
     async post(value) {
-      const body = JSON.stringify(value);
+      const body = Buffer.from(JSON.stringify(value), 'utf8');
       const failures: string[] = [];
       for (let i = 0; i < urls.length; i++) {
         const at = (current + i) % urls.length;

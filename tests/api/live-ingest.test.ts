@@ -98,6 +98,78 @@ test('the first delta leaves at once, not after a batching delay', async () => {
   expect(answered).toEqual([204]);
 });
 
+/** Resolves once `done()` holds; fails after a generous deadline (never a fixed sleep). */
+async function until(done: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** One turn of the event loop: a request the publisher meant to send now has been started by then. */
+const tick = () => new Promise((r) => setImmediate(r));
+
+test('text alone waits for the request interval; a step\'s end or a durable event takes it along at once, whole and in order', async () => {
+  const turn = 'session-1:turn-interval';
+  const seen: LiveChunk[] = [];
+  const unsubscribe = hub.subscribe(turn, (c) => seen.push(c));
+  // An interval no test outlives: whatever leaves early, leaves because it must not wait.
+  const p = publisher({ minRequestIntervalMs: 600_000 });
+
+  p.delta(turn, 1, 1, 'Hello');
+  await until(() => hub.snapshot(turn)?.text === 'Hello', 'the first delta');
+  await until(() => p.stats().sent === 1, 'the first answer');
+  expect(p.stats()).toMatchObject({ requests: 1, queued: 0 });
+
+  // A model streaming on: every piece waits for the interval, coalesced into one chunk.
+  for (const piece of [', wor', 'ld', '!']) {
+    p.delta(turn, 1, 1, piece);
+    await tick();
+  }
+  expect(p.stats()).toMatchObject({ requests: 1, queued: 1 });
+  expect(hub.snapshot(turn)?.text).toBe('Hello');
+
+  // The step's end is not text: it goes at once, with the text that waited ahead of it.
+  p.end(turn, 1, 1);
+  await until(() => hub.snapshot(turn)?.ended === true, 'the end of step 1');
+  expect(hub.snapshot(turn)?.text).toBe('Hello, world!');
+  await p.flush();
+  expect(p.stats()).toMatchObject({ requests: 2, queued: 0, dropped: 0 });
+
+  // Step 2's text waits again, until a durable event of the turn comes to take it along.
+  p.delta(turn, 2, 1, 'Done');
+  await tick();
+  expect(p.stats()).toMatchObject({ requests: 2, queued: 1 });
+  p.event(turn, { id: 1, type: 'status', at: new Date().toISOString(), data: { status: 'completed' } }, { sessionId: 'session-1' });
+  await until(() => seen.some((c) => c.kind === 'event'), 'the event');
+  expect(hub.snapshot(turn)).toMatchObject({ step: 2, text: 'Done' });
+  // The hub has it before the publisher has the answer: wait for that (nothing is left to send).
+  await p.flush();
+  expect(p.stats()).toMatchObject({ requests: 3, queued: 0, sent: 5, dropped: 0 });
+  expect(answered).toEqual([204, 204, 204]);
+  expect(seen.map((c) => c.kind)).toEqual(['delta', 'delta', 'end', 'delta', 'event']);
+  unsubscribe();
+});
+
+test('flush sends waiting text now, and pushes share one kept-alive connection', async () => {
+  let connections = 0;
+  const count = () => connections++;
+  app.server.on('connection', count);
+  try {
+    const p = publisher({ minRequestIntervalMs: 600_000 });
+    for (let i = 0; i < 10; i++) {
+      p.delta('turn-flush', 1, 1, `piece ${i} `);
+      await p.flush();
+    }
+    expect(hub.snapshot('turn-flush')?.text).toBe(Array.from({ length: 10 }, (_, i) => `piece ${i} `).join(''));
+    expect(p.stats()).toMatchObject({ requests: 10, sent: 10, queued: 0 });
+    expect(connections).toBe(1);
+  } finally {
+    app.server.off('connection', count);
+  }
+});
+
 test('a retried attempt sends a reset first; subscribers drop the partial text', async () => {
   const turn = 'turn-retry';
   const seen: LiveChunk[] = [];
