@@ -5,7 +5,7 @@ import { ROOT } from '../tests/helpers/system';
 
 export const TARGETS = { addedPerStepP50Ms: 5, durableTurnsPerSecond: 50, pooledSpeedup: 50, firstSseEventP50Ms: 30, addedTtftP50Ms: 50 };
 export const SESSION = 'bench';
-export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'session-hop', 'protocols', 'codec', 'tool-search', 'throughput', 'scale'] as const;
+export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'session-hop', 'protocols', 'codec', 'tool-search', 'revisions', 'throughput', 'scale'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Options {
@@ -24,6 +24,10 @@ export interface Options {
   budgetS: number;
   scaleTurns: number;
   scaleConcurrency: number;
+  /** Revisions: warm calls per path (and floor requests per server). */
+  revisionCalls: number;
+  /** Revisions: first calls of a new pool per path. */
+  revisionFirst: number;
   /** `dev`: the Temporal dev server (SQLite); `cluster`: the full server on PostgreSQL (scripts/temporal-cluster.sh). */
   temporal: 'dev' | 'cluster';
   sections: Section[];
@@ -48,6 +52,8 @@ export function parseOptions(): Options {
       'budget-s': { type: 'string' },
       'scale-turns': { type: 'string' },
       'scale-concurrency': { type: 'string' },
+      'revision-calls': { type: 'string' },
+      'revision-first': { type: 'string' },
       temporal: { type: 'string' },
       sections: { type: 'string' },
       out: { type: 'string' },
@@ -75,6 +81,8 @@ export function parseOptions(): Options {
         '                  the streaming section\'s time is not counted)',
         '  --scale-turns N          scale-out: turns per workers x APIs combination (default 40)',
         '  --scale-concurrency N    scale-out: turns in flight (default 8)',
+        '  --revision-calls N       revisions: warm tool calls per path and floor (default 200)',
+        '  --revision-first N       revisions: first calls of a new pool per path (default 30)',
         '  --temporal dev|cluster   the dev server (default) or the full Temporal server on PostgreSQL',
         `  --sections LIST run only these, comma-separated (default all: ${SECTIONS.join(',')})`,
         '  --out FILE      JSON results (default .data/bench/latest.json)',
@@ -112,6 +120,8 @@ export function parseOptions(): Options {
     budgetS: int(values['budget-s'], 250, 'budget-s'),
     scaleTurns: Math.max(1, int(values['scale-turns'], quick ? 8 : 40, 'scale-turns')),
     scaleConcurrency: Math.max(1, int(values['scale-concurrency'], quick ? 4 : 8, 'scale-concurrency')),
+    revisionCalls: Math.max(1, int(values['revision-calls'], quick ? 30 : 200, 'revision-calls')),
+    revisionFirst: Math.max(1, int(values['revision-first'], quick ? 5 : 30, 'revision-first')),
     temporal: values.temporal === undefined || values.temporal === 'dev' ? 'dev' : values.temporal === 'cluster' ? 'cluster' : bad('--temporal', values.temporal),
     sections,
     out: path.resolve(ROOT, values.out ?? '.data/bench/latest.json'),

@@ -18,7 +18,10 @@
  *   8. hundreds of tools: tool-list tokens per turn with tool search against offering all 300 tools of
  *      12 stand-in servers, twenty requests each (bench/sections/tool-search.ts, its own dev server);
  *   9. session protocols at the floor: the turn's no-op shape through today's session protocol and the
- *      candidate designs of issue 23, no project code (bench/sections/protocols.ts, bench/floor/protocols.ts).
+ *      candidate designs of issue 23, no project code (bench/sections/protocols.ts, bench/floor/protocols.ts);
+ *  10. a tool call on each MCP revision: 2025-11-25 and 2026-07-28 servers over HTTP, warm and a new pool's
+ *      first call, HTTP requests per call, against a bare POST of the same request (bench/sections/revisions.ts).
+ *      It runs right after 1, before the system starts.
  *
  * It prints tables and writes `.data/bench/latest.json`. Targets are reported, never enforced.
  * Not a test: nothing here fails on a figure; it exits non-zero only when a turn goes wrong.
@@ -51,6 +54,7 @@ import { renderSessionHop, sessionHopSection } from './sections/session-hop';
 import { codecSection, renderCodec } from './sections/codec';
 import { protocolsSection, renderProtocols } from './sections/protocols';
 import { renderToolSearch, toolSearchSection } from './sections/tool-search';
+import { renderRevisions, revisionsSection } from './sections/revisions';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
 // ------------------------------------------------------------------------------------ cleanup
@@ -99,6 +103,9 @@ async function main(): Promise<void> {
       pooling.push(await benchPooling(poolConfig, target, { pooled: opts.pooled, connectPerCall: opts.perCall, warmup: 20 }));
     }
   }
+
+  // Before the system too: its servers and this process alone on the machine.
+  const revisions = want('revisions') ? await revisionsSection(opts) : undefined;
 
   log(`starting Temporal (${opts.temporal === 'cluster' ? 'the full server on PostgreSQL' : 'dev server'}), worker, demo model and API (startSystem)`);
   // PAYLOAD_KEYS in the environment: the host (and the floor, bench/floor/worker.ts) seal payloads.
@@ -190,7 +197,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : []), ...(toolSearch ? [renderToolSearch(toolSearch)] : []), ...(protocols ? [renderProtocols(protocols)] : [])].join('\n\n');
+  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : []), ...(toolSearch ? [renderToolSearch(toolSearch)] : []), ...(protocols ? [renderProtocols(protocols)] : []), ...(revisions ? [renderRevisions(revisions)] : [])].join('\n\n');
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -214,6 +221,7 @@ async function main(): Promise<void> {
         protocols: protocols ?? null,
         codec: codec ?? null,
         toolSearch: toolSearch ?? null,
+        revisions: revisions ?? null,
         scale: scale ?? null,
         targets,
         report,

@@ -1,18 +1,13 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import pino from 'pino';
-import { z } from 'zod';
 import { McpConfigError, parseMcpConfig } from '../../src/mcp/config';
 import { ElicitationSession, elicitFromCaller } from '../../src/mcp/elicitation';
 import { McpServerHub } from '../../src/mcp/pool';
 import { callerContext } from '../../src/mcp/user-token';
 import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
+import { startLegacyServer } from '../helpers/legacy-server';
 import { MENU_TEXT, MENU_URI, startModernServer } from '../helpers/modern-server';
 
 /**
@@ -21,43 +16,6 @@ import { MENU_TEXT, MENU_URI, startModernServer } from '../helpers/modern-server
  * before, and a server's `input_required` question takes the path of decision 0011.
  */
 const logger = pino({ level: process.env.DEBUG_HUB ? 'debug' : 'silent' });
-
-/** A 2025-only server on the v1 SDK: counts its `initialize` handshakes. */
-async function startLegacyServer(): Promise<{ url: string; initializes: () => number; close(): Promise<void> }> {
-  let initializes = 0;
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const http: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const parsed = body ? (JSON.parse(body) as { method?: string }) : undefined;
-      const sid = req.headers['mcp-session-id'];
-      let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
-      if (!transport && parsed?.method === 'initialize') {
-        initializes += 1;
-        const mcp = new McpServer({ name: 'legacy', version: '1' });
-        mcp.registerTool('shout', { description: 'shouts', inputSchema: { text: z.string() } }, ({ text }) => ({ content: [{ type: 'text', text: text.toUpperCase() }] }));
-        const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, created) });
-        transport = created;
-        void mcp.connect(created);
-      }
-      if (!transport) {
-        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad Request: Server not initialized' } }));
-        return;
-      }
-      void transport.handleRequest(req, res, parsed);
-    });
-  });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    initializes: () => initializes,
-    close: async () => {
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
-    },
-  };
-}
 
 let modern: Awaited<ReturnType<typeof startModernServer>>;
 let legacy: Awaited<ReturnType<typeof startLegacyServer>>;
