@@ -417,6 +417,26 @@ async function captureContextIntent(): Promise<void> {
   await captureOneTurn('turn-context-intent', { host: { intents } }, 'hello, what is in my notes?');
 }
 
+/** Adaptive context (decision 0036): the model lists the resources it may read, reads one, and answers with it. */
+async function captureAdaptiveContext(): Promise<void> {
+  const rules: DemoRules = {
+    model: 'demo-model',
+    fallback: 'no script',
+    scripts: [
+      {
+        name: 'adaptive',
+        match: '^what do my notes say\\?$',
+        steps: [
+          { toolCalls: [{ name: 'host__list_resources', arguments: {} }] },
+          { toolCalls: [{ name: 'host__read_resource', arguments: { server: 'notes', uri: 'notes://all', reason: 'the user asked about their notes' } }] },
+          { text: 'your notes: {{result.last}}' },
+        ],
+      },
+    ],
+  };
+  await captureOneTurn('turn-adaptive-context', { rules, host: { adaptiveContext: { enabled: true } } }, 'what do my notes say?');
+}
+
 /** One message's turn on a system of its own, saved under `name`. */
 async function captureOneTurn(name: string, options: Parameters<typeof startSystem>[0], text: string): Promise<void> {
   const sys = await startSystem(options);
@@ -429,7 +449,7 @@ async function captureOneTurn(name: string, options: Parameters<typeof startSyst
   }
 }
 
-/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed] [tool-search] [context-intent]`: the groups to capture (default all). */
+/** `node capture-histories.js [basic] [school] [security] [cancel] [session] [direct] [refs] [read-only] [oauth] [elicitation] [sampling] [url-elicitation] [sampling-approval] [traced] [overlap] [sealed] [tool-search] [context-intent] [adaptive-context]`: the groups to capture (default all). */
 async function all(): Promise<void> {
   const groups = process.argv.slice(2);
   const want = (g: string) => groups.length === 0 || groups.includes(g);
@@ -451,6 +471,7 @@ async function all(): Promise<void> {
   if (want('sealed')) await captureSealed();
   if (want('tool-search')) await captureToolSearch();
   if (want('context-intent')) await captureContextIntent();
+  if (want('adaptive-context')) await captureAdaptiveContext();
 }
 
 all().catch((err: unknown) => {
