@@ -7,6 +7,7 @@ import type { Policy } from '../../src/shared/policy';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { LlmRequest, LlmResponse, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
+import { scriptedModel } from '../helpers/scripted-model';
 import { createArgumentValidator } from '../../src/validation/json-schema';
 import { TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
 import type { turnWorkflow } from '../../src/workflows/turn';
@@ -41,7 +42,6 @@ const CATALOG: Catalog = {
 
 /** Scripted: list, then read what the user's message names (`read <server> <uri>`), then answer with what it heard. */
 function readingModel(): LlmClient & { requests: LlmRequest[] } {
-  const requests: LlmRequest[] = [];
   const answer = (req: LlmRequest): LlmResponse => {
     const user = req.messages.find((m) => m.role === 'user');
     const [, server, uri] = /^read (\S+) (\S+)$/.exec(typeof user?.content === 'string' ? user.content : '') ?? [];
@@ -51,16 +51,7 @@ function readingModel(): LlmClient & { requests: LlmRequest[] } {
     if (req.step === 2) return callTools(['c2', 'host__read_resource', { server, uri, reason: 'the user asked about it' }]);
     return say(`listed then read: ${heard}`);
   };
-  return {
-    provider: 'openai',
-    model: 'reading-model',
-    endpoint: 'scripted',
-    requests,
-    complete: async (req) => {
-      requests.push(req);
-      return answer(req);
-    },
-  };
+  return scriptedModel('reading-model', answer);
 }
 
 let env: WorkflowEnv;
