@@ -302,6 +302,7 @@ async function main(): Promise<void> {
         heartbeatEveryMs: env.ACTIVITY_HEARTBEAT_MS,
         maxToolResultChars: () => hostConfig.current().maxToolResultChars,
         toolSearch: () => hostConfig.current().toolSearch,
+        adaptiveContext: () => hostConfig.current().adaptiveContext,
         live,
         metrics: metrics.observer,
         // Each model call attempt's tokens (turns' steps, sessions' summaries), against the workflow's

@@ -1,5 +1,6 @@
 /** What the activities are built from: the worker's long-lived dependencies (./index.ts, ./llm.ts). */
 import type { AuditSink } from '../audit';
+import type { AdaptiveContextSettings } from '../core/adaptive-context';
 import type { ToolSearchSettings } from '../core/tool-search';
 import type { LlmClient } from '../llm/client';
 import type { LivePublisher } from '../live/publisher';
@@ -33,6 +34,8 @@ export interface ActivityDeps {
   maxToolResultChars?: () => number;
   /** The host config's toolSearch (reloaded): when a catalog is searched instead of offered whole; absent: the defaults. */
   toolSearch?: () => ToolSearchSettings;
+  /** The host config's adaptiveContext (reloaded): whether the model gets the host's resource tools, and their bounds; absent: off. */
+  adaptiveContext?: () => AdaptiveContextSettings;
   /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
   heartbeatEveryMs?: number;
   /** This worker in tool calls' heartbeat details (default: the SDK's default identity, pid@host). */

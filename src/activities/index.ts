@@ -23,7 +23,9 @@ import { createSessionLinkActivities } from './session-link';
 import type { ActivityDeps } from './deps';
 import { createLlmActivities } from './llm';
 import { createToolSearch } from './tool-search';
-import { HOST_SERVER, SEARCH_TOOL_REF } from '../core/tool-search';
+import { HOST_SERVER } from '../core/tool-search';
+import type { ReadableResources } from '../core/adaptive-context';
+import { createHostTools, hostToolSpec, withHostToolSpecs } from './host-tools';
 import { heartbeatsEvery, turnFields } from './shared';
 
 export type { SummarizeInput } from './llm';
@@ -51,6 +53,8 @@ export interface ToolCallInput {
   sampling?: SamplingAllowance;
   /** The turn's maxToolResultChars: the result is cut to it here (absent in turns started before: the worker's host config). */
   maxResultChars?: number;
+  /** For the host's resource tools: what the caller's policy lets it read (docs/decisions/0036); absent: nothing. */
+  readable?: ReadableResources;
 }
 
 export interface GatheredContext {
@@ -70,6 +74,8 @@ export function createActivities(deps: ActivityDeps) {
   const known = (c: Catalog | undefined) => new Map((c?.tools ?? []).map((t) => [t.name, t] as const));
   /** Searches a catalog too large to offer whole (docs/decisions/0032). */
   const search = createToolSearch(deps.toolSearch);
+  /** The host's own tools (search, adaptive context's resource tools), answered without an MCP server. */
+  const hostTools = createHostTools(deps, { search, userMeta, scrub });
 
   /**
    * The tool specs of an LLM request: sent in full (older turns), or by name and resolved here from the
@@ -78,10 +84,10 @@ export function createActivities(deps: ActivityDeps) {
    */
   async function toolSpecs(req: LlmRequest): Promise<LlmToolSpec[]> {
     if (!req.toolNames) return req.tools;
-    const names = req.toolNames.filter((n) => n !== SEARCH_TOOL_REF.name);
+    const names = req.toolNames.filter((n) => !hostToolSpec(n));
     let byName = known(lastCatalog);
     if (names.some((n) => !byName.has(n))) byName = known(await catalog());
-    return search.offer(req, byName).specs;
+    return search.offer(req, withHostToolSpecs(byName)).specs;
   }
 
   return {
@@ -101,8 +107,9 @@ export function createActivities(deps: ActivityDeps) {
       const c = await catalog();
       const readOnly = (t: CatalogTool) => isReadOnly(deps.hub.serverConfig?.(t.server), t);
       const tools = c.tools.map((t) => ({ name: t.name, server: t.server, tool: t.tool, ...(readOnly(t) ? { readOnly: true as const } : {}) }));
-      // A catalog too large to offer whole carries the host's search tool (each LLM step decides for its caller).
-      return { tools: c.tools.length > search.settings().threshold ? [...tools, SEARCH_TOOL_REF] : tools, servers: c.servers };
+      // A catalog too large to offer whole carries the host's search tool (each LLM step decides for its caller);
+      // adaptive context, its resource tools.
+      return { tools: [...tools, ...hostTools.refs(c)], servers: c.servers };
     },
 
     async gatherContext(spec: ContextSpec, user?: UserContext): Promise<GatheredContext> {
@@ -154,9 +161,25 @@ export function createActivities(deps: ActivityDeps) {
           'tool call',
         );
       };
+      const auditBase = input.user
+        ? {
+            actor: { id: input.user.id, role: input.user.role, tenant: input.user.tenant },
+            server: input.server,
+            tool: input.tool,
+            workflowId: ctx.info.workflowExecution?.workflowId,
+            runId: ctx.info.workflowExecution?.runId,
+            activityId: ctx.info.activityId,
+            attempt: ctx.info.attempt,
+            ...(input.toolCallId ? { toolCallId: input.toolCallId } : {}),
+          }
+        : undefined;
       const catalog = await deps.hub.catalog();
-      // The host's own tool (search) is answered here, from what the LLM step found for the caller.
-      if (input.server === HOST_SERVER) return search.answer(input.tool, input.arguments, known(catalog));
+      // The host's own tools (search, resources) are answered here, without an MCP server.
+      if (input.server === HOST_SERVER) {
+        return await hostTools.answer(input, catalog, async (entry) => {
+          if (auditBase) await deps.audit?.append({ ...auditBase, ...entry });
+        });
+      }
       const entry = catalog.tools.find((t) => t.server === input.server && t.tool === input.tool);
       if (!entry) {
         const server = catalog.servers.find((s) => s.server === input.server);
@@ -177,18 +200,6 @@ export function createActivities(deps: ActivityDeps) {
         return { isError: true, text: `Invalid arguments for ${input.llmName}: ${check.message}` };
       }
 
-      const auditBase = input.user
-        ? {
-            actor: { id: input.user.id, role: input.user.role, tenant: input.user.tenant },
-            server: input.server,
-            tool: input.tool,
-            workflowId: ctx.info.workflowExecution?.workflowId,
-            runId: ctx.info.workflowExecution?.runId,
-            activityId: ctx.info.activityId,
-            attempt: ctx.info.attempt,
-            ...(input.toolCallId ? { toolCallId: input.toolCallId } : {}),
-          }
-        : undefined;
       // Every attempt is audited: a retried side effect must be visible as such.
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
       // A question of the server that no recorded answer covers aborts the call: the turn asks the user.

@@ -1,8 +1,9 @@
 /**
  * The host config's schemas of what a turn reads and offers (./index.ts uses them): context specs, intent
- * rules (src/core/intents.ts) and tool search (src/core/tool-search.ts).
+ * rules (src/core/intents.ts), tool search (src/core/tool-search.ts) and adaptive context (src/core/adaptive-context.ts).
  */
 import { z } from 'zod';
+import { DEFAULT_ADAPTIVE_CONTEXT } from '../core/adaptive-context';
 import { INTENT_FLAGS, type IntentRule } from '../core/intents';
 import { DEFAULT_TOOL_SEARCH } from '../core/tool-search';
 import type { ContextSpec } from '../shared/turn';
@@ -41,3 +42,17 @@ export const ToolSearchSchema = z
   })
   .strict()
   .refine((t) => t.offered <= t.threshold, { message: 'offered must not exceed threshold', path: ['offered'] });
+
+/**
+ * Adaptive context (docs/decisions/0036): when `enabled`, the model gets the host tools host__list_resources and
+ * host__read_resource over the resources the caller's role may read (the policy's `resources`); a listing shows
+ * at most `maxListed` resources and a read returns at most `maxResourceChars` characters (and never more than
+ * maxToolResultChars).
+ */
+export const AdaptiveContextSchema = z
+  .object({
+    enabled: z.boolean().default(DEFAULT_ADAPTIVE_CONTEXT.enabled),
+    maxListed: z.number().int().min(1).max(1_000).default(DEFAULT_ADAPTIVE_CONTEXT.maxListed),
+    maxResourceChars: z.number().int().min(100).max(1_000_000).default(DEFAULT_ADAPTIVE_CONTEXT.maxResourceChars),
+  })
+  .strict();

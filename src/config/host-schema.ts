@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_TOOL_SEARCH } from '../core/tool-search';
-import { ContextSpecSchema, IntentSchema, ToolSearchSchema } from './context-schemas';
+import { DEFAULT_ADAPTIVE_CONTEXT } from '../core/adaptive-context';
+import { AdaptiveContextSchema, ContextSpecSchema, IntentSchema, ToolSearchSchema } from './context-schemas';
 import { ModelsSchema } from './models';
 
 /** The host config file's schema (HOST_CONFIG); loadHostConfig in ./index.ts reads the file and reports its errors. */
@@ -27,6 +28,8 @@ export const HostConfigSchema = z
      * host's search tool and `offered` tools (the caller's most used), and each search returns up to `results`.
      */
     toolSearch: ToolSearchSchema.default(DEFAULT_TOOL_SEARCH),
+    /** Adaptive context (docs/decisions/0036): host tools to list and read the resources the caller may read. */
+    adaptiveContext: AdaptiveContextSchema.default(DEFAULT_ADAPTIVE_CONTEXT),
     llmRetry: RetrySchema.default({ maximumAttempts: 6, initialIntervalMs: 1_000, maximumIntervalMs: 30_000 }),
     mcpRetry: RetrySchema.default({ maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000 }),
     timeouts: z

@@ -62,8 +62,14 @@ const ServerRuleSchema = z.strictObject(
     tools: z.union([z.literal('*'), z.array(ToolPatternSchema).max(1000)], {
       error: (issue) => (issue.code === 'invalid_union' ? 'must be "*" or an array of tool names' : undefined),
     }),
+    /** Resources the role may read on demand (adaptive context): `"*"`, or URIs and prefixes ending in `*`. */
+    resources: z
+      .union([z.literal('*'), z.array(z.string().min(1).max(2_000).regex(/^[^*]*\*?$/, 'a URI, or a prefix ending in "*" ("*" only at the end)')).max(1000)], {
+        error: (issue) => (issue.code === 'invalid_union' ? 'must be "*" or an array of resource URIs' : undefined),
+      })
+      .optional(),
   },
-  { error: 'must be an object { "tools": "*" | ["tool", ...] }' },
+  { error: 'must be an object { "tools": "*" | ["tool", ...], "resources"?: "*" | ["uri", ...] }' },
 );
 
 const RoleRuleSchema = z.strictObject(

@@ -19,6 +19,7 @@
 import type { Policy } from '../shared/policy';
 import type { CatalogTool, ToolRef } from '../shared/tool-types';
 import type { UserContext } from '../shared/user';
+import { isResourceTool } from './adaptive-context';
 import { HOST_SERVER, SEARCH_TOOL_REF } from './tool-search';
 
 export type ToolDecision = { allowed: true; needsApproval: boolean } | { allowed: false; reason: string };
@@ -67,8 +68,10 @@ export function requiredScopes(policy: Policy, server: string, tool: string): st
 export function decideTool(policy: Policy, user: UserContext, server: string, tool: string): ToolDecision {
   const ref = `${server}/${tool}`;
   if (!ownValue(policy.roles, user.role)) return { allowed: false, reason: `role "${user.role}" has no tool access` };
-  // The host's search tool: any role with tool access, since it returns only what the role may see.
-  if (server === HOST_SERVER) return tool === SEARCH_TOOL_REF.tool ? { allowed: true, needsApproval: false } : { allowed: false, reason: `the host has no tool ${tool}` };
+  // The host's tools (search, resources): any role with tool access, since they return only what the role may see.
+  if (server === HOST_SERVER) {
+    return tool === SEARCH_TOOL_REF.tool || isResourceTool(server, tool) ? { allowed: true, needsApproval: false } : { allowed: false, reason: `the host has no tool ${tool}` };
+  }
   if (!roleAllows(policy, user.role, server, tool)) return { allowed: false, reason: `role "${user.role}" may not use ${ref}` };
 
   const isSuper = policy.superScope !== undefined && user.scopes.includes(policy.superScope);

@@ -129,7 +129,7 @@ export function firstSet(visible: readonly string[], uses: ReadonlyMap<string, n
 
 /**
  * What one LLM step offers: all visible tools when they are few (the search tool left out), else the
- * search tool, the first set, and the tools met in the turn after them. `visible` is the step's
+ * search tool (and the host's other tools), the first set, and the tools met in the turn after them. `visible` is the step's
  * `toolNames` (the workflow filtered them by policy); the search tool is offered only if it is there.
  */
 export function offeredTools(args: {
@@ -138,9 +138,11 @@ export function offeredTools(args: {
   first: (candidates: readonly string[]) => string[];
   messages: readonly ChatMessage[];
 }): { names: string[]; searching: boolean } {
-  const candidates = args.visible.filter((n) => n !== SEARCH_TOOL_REF.name);
-  if (candidates.length <= args.settings.threshold || !args.visible.includes(SEARCH_TOOL_REF.name)) return { names: candidates, searching: false };
-  const prefix = [SEARCH_TOOL_REF.name, ...args.first(candidates)];
+  // The host's other tools (adaptive context's) are always offered, in the prefix; they are not counted.
+  const host = args.visible.filter((n) => n !== SEARCH_TOOL_REF.name && n.startsWith(`${HOST_SERVER}__`));
+  const candidates = args.visible.filter((n) => n !== SEARCH_TOOL_REF.name && !host.includes(n));
+  if (candidates.length <= args.settings.threshold || !args.visible.includes(SEARCH_TOOL_REF.name)) return { names: [...candidates, ...host], searching: false };
+  const prefix = [SEARCH_TOOL_REF.name, ...host, ...args.first(candidates)];
   const met = toolsMetInTurn(args.messages, new Set(candidates)).filter((n) => !prefix.includes(n));
   return { names: [...prefix, ...met], searching: true };
 }

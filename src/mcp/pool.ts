@@ -24,7 +24,7 @@ import type { McpContextSource } from './context-source';
 import { McpPermanentError, describeCause, safeReason } from './failures';
 import { authFetchFor, isPerUser, type OAuthSupport } from './oauth';
 import { noop, type HubLogger, type Slot } from './pool-state';
-import { getPrompt, readResource, type ContextRequestOptions, type ResourceContext } from './resources';
+import { getPrompt, listResources, readResource, type ContextRequestOptions, type ListedResourceEntry, type ResourceContext } from './resources';
 import { inspect, type ListingContext } from './server-listing';
 import type { ElicitationHandler, SamplingHandler } from './server-requests';
 import { callTool, type ToolCallContext } from './tool-calls';
@@ -129,6 +129,10 @@ export class McpServerHub implements McpHub, McpContextSource {
 
   async callTool(req: CallToolRequest): Promise<ToolOutcome> {
     return await callTool(this.calls, this.usableSlot(req.server), req);
+  }
+
+  async listResources(server: string, opts: ContextRequestOptions = {}): Promise<ListedResourceEntry[]> {
+    return await listResources(this.context, this.usableSlot(server), opts);
   }
 
   async readResource(server: string, uri: string, opts: ContextRequestOptions = {}): Promise<string> {

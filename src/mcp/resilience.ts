@@ -2,6 +2,7 @@ import type { Logger } from '../logger';
 import type { Catalog, ServerStatus, ToolOutcome } from '../shared/tool-types';
 import type { McpServerConfig } from './config';
 import type { McpContextSource } from './context-source';
+import type { ListedResourceEntry } from './resources';
 import { isMcpFailure, McpTransientError, saysServerUnwell } from './failures';
 import type { CallToolRequest, McpHub } from './types';
 
@@ -179,6 +180,12 @@ export class ResilientHub implements McpHub, McpContextSource {
   invalidateResource(server: string, uri: string): void {
     const prefix = `${server}\u0000${uri}\u0000`;
     for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
+  }
+
+  async listResources(server: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<ListedResourceEntry[]> {
+    const inner = this.inner;
+    if (!inner.listResources) return [];
+    return await this.guarded(server, () => inner.listResources?.(server, opts) ?? Promise.resolve([]));
   }
 
   async readResource(server: string, uri: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<string> {

@@ -40,6 +40,46 @@ export async function readResource(ctx: ResourceContext, slot: Slot, uri: string
   );
 }
 
+/** Pages of `resources/list` one listing reads at most (a server that keeps paging is cut there). */
+const MAX_RESOURCE_PAGES = 10;
+
+/**
+ * The resources a server lists for the caller (`opts.meta`), every page up to MAX_RESOURCE_PAGES. A
+ * server without the resources capability has none.
+ */
+export async function listResources(ctx: ResourceContext, slot: Slot, opts: ContextRequestOptions): Promise<ListedResourceEntry[]> {
+  const timeout = slot.cfg.timeouts.callMs;
+  return await permanentOnRefusal(
+    slot,
+    ctx.connections.withConnection(slot, opts.signal, timeout, async (conn) => {
+      if (!conn.session.serverCapabilities()?.resources) return [];
+      const listed: ListedResourceEntry[] = [];
+      const seen = new Set<string>();
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_RESOURCE_PAGES; page++) {
+        const result = await inMcpSpan(mcpOperation(slot, conn, { method: 'resources/list' }), (trace) =>
+          conn.session.listResources({ ...(cursor !== undefined ? { cursor } : {}), ...metaParam(opts.meta, trace) }, { ...(opts.signal ? { signal: opts.signal } : {}), timeout }),
+        );
+        for (const r of result.resources) {
+          listed.push({ uri: r.uri, name: r.title ?? r.name, ...(r.description ? { description: r.description } : {}), ...(r.mimeType ? { mimeType: r.mimeType } : {}) });
+        }
+        cursor = result.nextCursor;
+        if (cursor === undefined || seen.has(cursor)) break;
+        seen.add(cursor);
+      }
+      return listed;
+    }),
+  );
+}
+
+/** One resource as a server lists it (the protocol's fields the host shows the model). */
+export interface ListedResourceEntry {
+  uri: string;
+  name: string;
+  description?: string;
+  mimeType?: string;
+}
+
 export async function getPrompt(
   ctx: ResourceContext,
   slot: Slot,

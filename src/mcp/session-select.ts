@@ -150,6 +150,7 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
     getTaskResult: (taskId, limits) => current().getTaskResult(taskId, limits),
     cancelTask: (taskId, limits) => current().cancelTask(taskId, limits),
     listTools: (cursor, limits) => proving(() => current().listTools(cursor, limits)),
+    listResources: (params, limits) => proving(() => current().listResources(params, limits)),
     readResource: (params, limits) => proving(() => current().readResource(params, limits)),
     getPrompt: (params, limits) => proving(() => current().getPrompt(params, limits)),
     subscribeResource: (uri) => current().subscribeResource(uri),

@@ -96,6 +96,7 @@ export function openV1Session(target: SessionTarget, hooks: SessionHooks): McpSe
     },
 
     listTools: (cursor, limits) => client.listTools(cursor !== undefined ? { cursor } : undefined, limits),
+    listResources: (params, limits) => client.listResources(params, limits),
     readResource: (params, limits) => client.readResource(params, limits),
     getPrompt: (params, limits) => client.getPrompt(params, limits),
     subscribeResource: (uri) => client.subscribeResource({ uri }),

@@ -29,7 +29,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type GetPromptResult, type ListToolsResult, type ReadResourceResult, type ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type GetPromptResult, type ListResourcesResult, type ListToolsResult, type ReadResourceResult, type ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { InputRefused, MAX_INPUT_ROUNDS, answerInputRequests, isInputRequired, type InputRetry } from './input-required';
 import type { McpSession, RequestLimits, SessionHooks, SessionTarget } from './session';
 import { httpOptions, splitLines, stdioParams } from './transports';
@@ -166,6 +166,13 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
     async listTools(cursor, limits) {
       try {
         return (await client.listTools(cursor !== undefined ? { cursor } : undefined, limits)) as unknown as ListToolsResult;
+      } catch (error) {
+        throw toPoolError(error, limits.timeout);
+      }
+    },
+    async listResources(params, limits) {
+      try {
+        return (await client.listResources(params as Parameters<Client['listResources']>[0], limits)) as unknown as ListResourcesResult;
       } catch (error) {
         throw toPoolError(error, limits.timeout);
       }

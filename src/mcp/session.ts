@@ -12,6 +12,7 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type {
   ClientCapabilities,
   GetPromptResult,
+  ListResourcesResult,
   ListToolsResult,
   ReadResourceResult,
   Root,
@@ -135,6 +136,8 @@ export interface McpSession extends TaskReader {
 
   /** One page of `tools/list`. */
   listTools(cursor: string | undefined, limits: RequestLimits): Promise<ListToolsResult>;
+  /** One page of `resources/list` (`_meta`: the caller's context, so a server can list what that caller may read). */
+  listResources(params: { cursor?: string; _meta?: Record<string, unknown> }, limits: RequestLimits): Promise<ListResourcesResult>;
   readResource(params: { uri: string; _meta?: Record<string, unknown> }, limits: RequestLimits): Promise<ReadResourceResult>;
   getPrompt(
     params: { name: string; arguments?: Record<string, string>; _meta?: Record<string, unknown> },

@@ -6,6 +6,11 @@
 export interface ServerRule {
   /** `"*"`, or tool names and prefixes ending in `*`. */
   tools: '*' | string[];
+  /**
+   * The server's resources the role may read on demand (adaptive context, docs/decisions/0036): `"*"`,
+   * or URIs and prefixes ending in `*`. Absent: none (role-based context is chosen by the host config).
+   */
+  resources?: '*' | string[];
 }
 
 export interface Policy {

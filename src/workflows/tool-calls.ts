@@ -7,6 +7,7 @@
 import { isCancellation, patched, type ActivityInterfaceFor, type LocalActivityInterfaceFor } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { PlannedCall } from '../core/host-loop';
+import { isResourceTool, readableResources, resourceReadNotice } from '../core/adaptive-context';
 import { decideTool } from '../core/policy';
 import type { TurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
@@ -85,6 +86,8 @@ export function createToolCalls(deps: ToolCallDeps) {
       ...(samplingAllowance(p.tool.server) ?? {}),
       // Cut in the activity to what the model will see, so no more than that enters the history.
       maxResultChars: input.options.maxToolResultChars,
+      // The host's resource tools reach only what the caller's policy lets it read (decision 0036).
+      ...(user && policy && isResourceTool(p.tool.server, p.tool.tool) ? { readable: readableResources(policy, user) } : {}),
     };
     /** The user's answers to the server's questions, handed back when the call is issued again. */
     const answers: ElicitationAnswer[] = [];
@@ -133,6 +136,9 @@ export function createToolCalls(deps: ToolCallDeps) {
       const call = record.startToolCall({ id: p.call.id, step, name: p.call.name, server: p.tool?.server, tool: p.tool?.tool, arguments: p.arguments });
       const outcome = await toolOutcome(p, step, local);
       record.finishToolCall(call, outcome);
+      // A resource the model read on demand: the trace says which, and why (decision 0036).
+      const notice = p.kind === 'call' ? resourceReadNotice(p.tool, p.arguments, outcome, p.call.id) : undefined;
+      if (notice) record.emit('notice', notice);
       return outcome;
     },
   };

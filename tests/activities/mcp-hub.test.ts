@@ -327,6 +327,9 @@ describe('McpServerHub', () => {
     const json = await hub.readResource('legacy', 'notes://all');
     expect((JSON.parse(json) as Array<{ text: string }>).map((n) => n.text)).toContain(text);
 
+    // Listed for adaptive context (decision 0036): the server's own entries, with what it says of them.
+    expect(await hub.listResources('legacy')).toContainEqual({ uri: 'notes://all', name: 'All notes', description: 'Every saved note as a JSON array.', mimeType: 'application/json' });
+
     const prompt = await hub.getPrompt('everything', 'args-prompt', { city: 'Oslo' });
     expect(prompt).toBe("user: What's weather in Oslo?");
 

@@ -8,6 +8,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { LlmClient } from '../../src/llm/client';
 import type { LlmRequest, LlmResponse, LlmToolSpec } from '../../src/shared/turn';
+import { scriptedModel } from './scripted-model';
 import { serveStatelessMcp, type StatelessMcpHttp } from './stateless-mcp-http';
 
 const VERBS = ['create', 'get', 'list', 'update', 'delete'] as const;
@@ -101,7 +102,6 @@ export function offeredTokens(tools: readonly LlmToolSpec[]): number {
  * the tool's result. Offered all tools, it calls the request's tool by name. Records every request.
  */
 export function searchingModel(): LlmClient & { requests: LlmRequest[] } {
-  const requests: LlmRequest[] = [];
   const answer = (req: LlmRequest): LlmResponse => {
     const last = req.messages.at(-1);
     const offered = new Set(req.tools.map((t) => t.name));
@@ -126,14 +126,5 @@ export function searchingModel(): LlmClient & { requests: LlmRequest[] } {
     }
     return { text: `done: ${content}`, toolCalls: [], finishReason: 'stop' };
   };
-  return {
-    provider: 'openai',
-    model: 'searching-model',
-    endpoint: 'scripted',
-    requests,
-    complete: async (req) => {
-      requests.push(req);
-      return { ...answer(req), usage: { promptTokens: offeredTokens(req.tools), completionTokens: 1 } };
-    },
-  };
+  return scriptedModel('searching-model', (req) => ({ ...answer(req), usage: { promptTokens: offeredTokens(req.tools), completionTokens: 1 } }));
 }

@@ -244,3 +244,23 @@ export async function captureContextIntent(): Promise<void> {
   const intents = [{ name: 'my-notes', match: 'my notes', resources: [{ server: 'notes', uri: 'notes://all' }] }];
   await captureOneTurn('turn-context-intent', { host: { intents } }, 'hello, what is in my notes?');
 }
+
+/** Adaptive context (decision 0036): the model lists the resources it may read, reads one, and answers with it. */
+export async function captureAdaptiveContext(): Promise<void> {
+  const rules: DemoRules = {
+    model: 'demo-model',
+    fallback: 'no script',
+    scripts: [
+      {
+        name: 'adaptive',
+        match: '^what do my notes say\\?$',
+        steps: [
+          { toolCalls: [{ name: 'host__list_resources', arguments: {} }] },
+          { toolCalls: [{ name: 'host__read_resource', arguments: { server: 'notes', uri: 'notes://all', reason: 'the user asked about their notes' } }] },
+          { text: 'your notes: {{result.last}}' },
+        ],
+      },
+    ],
+  };
+  await captureOneTurn('turn-adaptive-context', { rules, host: { adaptiveContext: { enabled: true } } }, 'what do my notes say?');
+}

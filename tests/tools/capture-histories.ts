@@ -5,6 +5,7 @@
  * The groups live in capture-school-groups.ts and capture-demo-groups.ts, their machinery in history-capture.ts.
  */
 import {
+  captureAdaptiveContext,
   captureBasic,
   captureContextIntent,
   captureDirect,
@@ -42,6 +43,7 @@ const GROUPS: ReadonlyArray<[string, () => Promise<void>]> = [
   ['sealed', captureSealed],
   ['tool-search', captureToolSearch],
   ['context-intent', captureContextIntent],
+  ['adaptive-context', captureAdaptiveContext],
 ];
 
 /** `node capture-histories.js [group ...]` (the names of GROUPS): the groups to capture (default all). */

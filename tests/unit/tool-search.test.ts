@@ -59,6 +59,13 @@ describe('the offered tools', () => {
     expect(toolsMetInTurn(messages, new Set(['shipping__list_parcels']))).toEqual(['shipping__list_parcels']);
   });
 
+  test("the host's resource tools (adaptive context) are always offered, in the prefix, and not counted", () => {
+    const host = ['host__list_resources', 'host__read_resource'];
+    const withHost = [...TOOLS.map((t) => t.name), SEARCH_TOOL_REF.name, ...host];
+    expect(offeredTools({ visible: withHost, settings: { ...settings, threshold: 4 }, first, messages: [] })).toEqual({ names: [...TOOLS.map((t) => t.name), ...host], searching: false });
+    expect(offeredTools({ visible: withHost, settings, first, messages: [] })).toEqual({ names: [SEARCH_TOOL_REF.name, ...host, 'billing__create_invoice'], searching: true });
+  });
+
   test('without the search tool among the visible ones (an older catalog), every tool', () => {
     expect(offeredTools({ visible: TOOLS.map((t) => t.name), settings, first, messages: [] }).searching).toBe(false);
   });
