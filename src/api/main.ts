@@ -12,6 +12,7 @@ import { buildApp } from './app';
 import { createAuthenticator, issuerAndAudience, loadAuthConfig, mintDevToken } from './auth';
 import { DEMO_USERS, type DemoRole } from '../config/local-mode';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
+import { postgresSessionIndex } from './sessions/pg-index';
 import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
 import { loadRedactionRules } from '../audit/redact';
@@ -88,6 +89,8 @@ async function main(): Promise<void> {
       settings: () => turnSettingsFrom(host.current(), policy.current()),
       ...(env.TOKEN_SEAL_KEY ? { tokenSealKey: env.TOKEN_SEAL_KEY } : {}),
       catalogCacheMs: env.CATALOG_CACHE_MS,
+      // Shared by the replicas on PostgreSQL; one replica alone keeps it in memory (rebuilt from Temporal at start).
+      ...(pool ? { sessions: await postgresSessionIndex(pool) } : {}),
     }),
     auth,
     workerReports,

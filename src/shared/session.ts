@@ -2,17 +2,10 @@
  * Types of the session workflow's input, updates, queries and carried state. Everything here ends up
  * in workflow history: plain JSON, no secrets, no functions.
  */
-import type { ChatMessage } from './turn';
-import type { UserContext } from './user';
+import type { ChatMessage, HistoryOptions, TurnMemory } from './turn';
 
-export interface HistoryOptions {
-  /** Most tokens of conversation (summary + messages) sent to the LLM with a new user message. */
-  maxTokenCount: number;
-  /** Above this many tokens of unsummarized conversation, older messages are summarized. */
-  summarizationThreshold: number;
-  /** Always kept verbatim (never summarized, never pruned before older ones). */
-  retainNewestMessages: number;
-}
+export { CHAIN_DEPTH, type ChainInput, type HistoryOptions, type TurnMemory } from './turn';
+import type { UserContext } from './user';
 
 /** One message of the conversation as users see it (GET /v1/sessions/:id/messages). */
 export interface TranscriptMessage {
@@ -132,37 +125,6 @@ export type TurnSeen = { state: 'running' } | { state: 'missing' } | { state: 'e
 // The chain of turns (docs/decisions/0033-session-protocol-floor.md): no session workflow; each turn
 // takes its memory from the turn before it.
 // ---------------------------------------------------------------------------------------------
-
-/** What the model remembers of a conversation: the running summary and the exchanges after it. */
-export interface TurnMemory {
-  summary?: string;
-  /** Completed exchanges not folded into the summary, oldest first: each request, then its answer. */
-  messages: ChatMessage[];
-}
-
-/** A turn's place in its session's chain, from the API's index of the session (TurnInput.chain). */
-export interface ChainInput {
-  /**
-   * Earlier turns of the session, nearest first (at most CHAIN_DEPTH): the memory comes from the
-   * first of them that ended with one; one still running is waited for. Empty: the session's first turn.
-   */
-  after: string[];
-  /** How the memory is pruned for the model and when it is summarized. */
-  history: HistoryOptions;
-  /**
-   * The workflow id of a session workflow of the protocol before (decision 0016) this session may
-   * have, when `after` reaches back to the session's first link in the index: its memory is the
-   * chain's when the turns before hold none (a session begun before the chain).
-   */
-  legacySession?: string;
-  /** How long a turn waits for the running turn before it without word before it looks again (then twice as long). Default 60 s. */
-  checkMs?: number;
-  /** The pause before a missing turn before is looked for again (three looks: 1×, 5×, 15× this, then it is passed over). Default 1 s. */
-  missingCheckMs?: number;
-}
-
-/** How many earlier turns the API names in a turn's chain input. */
-export const CHAIN_DEPTH = 8;
 
 /** The turn before, as a turn of the chain finds it (the `predecessorMemory` local activity). */
 export type PredecessorSeen =

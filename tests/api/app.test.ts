@@ -82,11 +82,12 @@ function fakeGateway(): TurnGateway & {
       const prefix = `${owner.tenant}/${owner.id}/`;
       const all = [...g.sessions.keys()]
         .map((key, i) => ({ key, startedAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString() }))
-        .filter((s) => s.key.startsWith(prefix) && (!cursor || s.startedAt < cursor.before))
+        .filter((s) => s.key.startsWith(prefix) && (!cursor || s.startedAt < cursor.lastAt))
         .reverse()
-        .map((s) => ({ sessionId: s.key.slice(prefix.length), startedAt: s.startedAt, open: true }));
+        .map((s) => ({ sessionId: s.key.slice(prefix.length), startedAt: s.startedAt, lastAt: s.startedAt, open: true }));
       const sessions = all.slice(0, limit);
-      return all.length > limit ? { sessions, next: { open: true, before: sessions.at(-1)?.startedAt ?? '' } } : { sessions };
+      const last = sessions.at(-1);
+      return all.length > limit && last ? { sessions, next: { lastAt: last.lastAt, sessionId: last.sessionId } } : { sessions };
     },
     async listTurns() {
       return [];

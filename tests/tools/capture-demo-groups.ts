@@ -8,9 +8,7 @@ import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { startProtectedServer } from '../../examples/servers/protected-server';
 import { getJson, postJson, postMessage, readSse } from '../helpers/http';
-import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem } from '../helpers/system';
-import { ownerKey } from '../../src/api/gateway';
-import { sessionWorkflowId } from '../../src/shared/ids';
+import { EXAMPLE_RULES, ROOT, startSystem } from '../helpers/system';
 import { loadPolicyFile } from '../../src/config/policy';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { OUT, captureAnswered, captureOneTurn, captureTurnAndDirectEcho, save, writeHistory } from './history-capture';
@@ -50,8 +48,9 @@ export async function captureBasic(): Promise<void> {
 }
 
 /**
- * A session over several runs: turns queued behind a slow one, one cancelled while it waited,
- * older messages summarized, continue-as-new after three turns; plus the queued turns themselves.
+ * A session as the chain of its turns (decision 0033): a turn queued behind a slow one, one cancelled
+ * while it waited, and one whose memory outgrew the threshold and was summarized. (The session
+ * workflows' own histories, session-run-*.json, come from before the chain and stay for their replay.)
  */
 export async function captureSession(): Promise<void> {
   const rules: DemoRules = {
@@ -85,20 +84,13 @@ export async function captureSession(): Promise<void> {
       const r = await postMessage(sys.apiUrl, sessionId, text);
       await wait(r.body.turnId);
     }
-    await new Promise((r) => setTimeout(r, 500));
     void slow;
-    await save(sys, 'turn-session-queued', queued.body.turnId);
-    await save(sys, 'turn-session-cancelled-while-queued', dropped.body.turnId);
-    const workflowId = sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), sessionId);
-    const runs: Array<{ runId: string; start: number }> = [];
-    for await (const w of sys.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: w.runId, start: w.startTime.getTime() });
-    runs.sort((a, b) => a.start - b.start);
-    for (const [i, run] of runs.entries()) {
-      const history = await sys.client.workflow.getHandle(workflowId, run.runId).fetchHistory();
-      // A run that has only started (no command yet) proves nothing, and cannot fail the negative control.
-      if ((history.events?.length ?? 0) < 5) continue;
-      writeHistory(path.join(OUT, `session-run-${i + 1}.json`), workflowId, history);
-    }
+    await save(sys, 'turn-chain-queued', queued.body.turnId);
+    await save(sys, 'turn-chain-cancelled-while-queued', dropped.body.turnId);
+    // The last turn: its memory passed the threshold, so it summarized before it ended.
+    const last = await postMessage(sys.apiUrl, sessionId, `say seven: ${'a longer message, so the summary threshold is passed. '.repeat(2)}`);
+    await sys.client.workflow.getHandle(last.body.turnId).result();
+    await save(sys, 'turn-chain-summarized', last.body.turnId);
   } finally {
     await sys.stop();
   }
@@ -191,7 +183,6 @@ export async function captureTraced(): Promise<void> {
     const { body } = await postMessage(sys.apiUrl, 'traced', 'remember that traces ride in headers');
     await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
     await save(sys, 'turn-traced-two-servers', body.turnId);
-    await save(sys, 'session-traced', sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), 'traced'));
   } finally {
     await sys.stop();
     await provider.shutdown();
@@ -210,7 +201,6 @@ export async function captureSealed(): Promise<void> {
     const { body } = await postMessage(sys.apiUrl, 'sealed', 'remember that sealed histories replay after a rotation');
     await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
     await save(sys, 'turn-sealed-two-servers', body.turnId, dir);
-    await save(sys, 'session-sealed', sessionWorkflowId(ownerKey({ id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant }), 'sealed'), dir);
   } finally {
     await sys.stop();
   }

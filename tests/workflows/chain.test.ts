@@ -9,7 +9,8 @@ import { NOOP_METRICS_SINKS, tracingWorkerOptions } from '../../src/cli/workflow
 import { createSessionLink, sessionSinks } from '../../src/session-link';
 import type { ChainInput, HistoryOptions } from '../../src/shared/session';
 import type { ChatMessage, TurnResult } from '../../src/shared/turn';
-import { createTemporalGateway, ownerKey } from '../../src/api/gateway';
+import { ownerKey } from '../../src/api/gateway';
+import { legacySessions } from './legacy-session';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import { TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import {
@@ -18,14 +19,12 @@ import {
   FakeActivities,
   newTurnId,
   OWNER,
-  policy,
   type RunningWorker,
   say,
   startWorker,
   startWorkflowEnv,
   SYSTEM_PROMPT,
   turnInput,
-  turnOptions,
   within,
   type WorkflowEnv,
 } from './harness';
@@ -218,17 +217,7 @@ test('the memory is summarized once it outgrows the threshold', async () => {
 
 test('a session begun in a session workflow (decision 0016) goes on as a chain with that memory', async () => {
   const sessionId = `legacy${Date.now().toString(36)}`;
-  const gateway = createTemporalGateway({
-    client: env.client,
-    taskQueue: worker.taskQueue,
-    settings: () => ({
-      policy: policy(60_000),
-      turnOptions: turnOptions(),
-      contextByRole: {},
-      sessionSettings: { history: HISTORY, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 },
-    }),
-    catalogCacheMs: 60_000,
-  });
+  const gateway = legacySessions(env.client, worker.taskQueue, { history: HISTORY, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 });
   const legacyTurn = newTurnId('legacy');
   fakes.script(legacyTurn, { callLlm: async () => say('legacy answer') });
   expect(await gateway.submitMessage({ turnId: legacyTurn, sessionId, text: 'legacy question', user: OWNER })).toMatchObject({ kind: 'accepted', created: true });

@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { createTemporalGateway, ownerKey } from '../../src/api/gateway';
+import { ownerKey } from '../../src/api/gateway';
+import { legacySessions } from './legacy-session';
 import { createSessionLink, sessionSinks } from '../../src/session-link';
 import { NOOP_METRICS_SINKS, tracingWorkerOptions } from '../../src/cli/workflow-bundle';
 import { Failure, failureTypeOf } from '../../src/shared/failures';
@@ -23,13 +24,11 @@ import {
   eventually,
   FakeActivities,
   OWNER,
-  policy,
   type RunningWorker,
   say,
   startWorker,
   startWorkflowEnv,
   SYSTEM_PROMPT,
-  turnOptions,
   within,
   type WorkflowEnv,
 } from './harness';
@@ -68,14 +67,9 @@ afterAll(async () => {
 
 let sessions = 0;
 
-/** The API's gateway code, submitting to workers on `taskQueue`. */
+/** The API's side of the session workflow's protocol, submitting to workers on `taskQueue`. */
 function gatewayOn(taskQueue: string, sessionSettings: SessionSettings) {
-  return createTemporalGateway({
-    client: env.client,
-    taskQueue,
-    settings: () => ({ policy: policy(60_000), turnOptions: turnOptions(), contextByRole: {}, sessionSettings }),
-    catalogCacheMs: 60_000,
-  });
+  return legacySessions(env.client, taskQueue, sessionSettings);
 }
 
 /** The worker's sinks as the real worker has them for sessions: a turn's end reaches its session. */
@@ -93,7 +87,7 @@ describe('sessionWorkflow on a caching worker', () => {
   /** Session workflow ids this describe started. */
   const started: string[] = [];
   let worker: RunningWorker;
-  let gateway: ReturnType<typeof createTemporalGateway>;
+  let gateway: ReturnType<typeof gatewayOn>;
   beforeAll(async () => {
     fakes = new FakeActivities(createSessionLink(env.client));
     worker = await startWorker(env, fakes.activities, { sinks: linkedSinks() });
@@ -257,7 +251,7 @@ describe('turns the API starts beside their session', () => {
   let fakes: FakeActivities;
   const sessionIds: string[] = [];
   let worker: RunningWorker;
-  let gateway: ReturnType<typeof createTemporalGateway>;
+  let gateway: ReturnType<typeof gatewayOn>;
   beforeAll(async () => {
     fakes = new FakeActivities(createSessionLink(env.client));
     worker = await startWorker(env, fakes.activities, { sinks: linkedSinks() });

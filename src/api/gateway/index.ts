@@ -1,38 +1,18 @@
 import { createHash } from 'node:crypto';
-import {
-  type Client,
-  WithStartWorkflowOperation,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowFailedError,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-} from '@temporalio/client';
+import { type Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { sealToken } from '../../security/seal';
-import { policyForRole } from '../../core/policy';
-import { sessionOfTurn, sessionWorkflowId, TURN_ID_PATTERN } from '../../shared/ids';
+import { sessionOfTurn, TURN_ID_PATTERN } from '../../shared/ids';
 import type { Catalog } from '../../shared/tool-types';
-import type { DirectToolCall, TurnInput, TurnState, ApprovalInput, ProvideInput } from '../../shared/turn';
+import type { DirectToolCall, TurnState, ApprovalInput, ProvideInput } from '../../shared/turn';
 import type { TurnSettings } from '../../config';
 import { Failure, failureTypeOf } from '../../shared/failures';
-import {
-  approveToolCallUpdate,
-  authorizationCompletedSignal,
-  provideInputUpdate,
-  SESSION_WORKFLOW_TYPE,
-  SessionIdKey,
-  sessionStateQuery,
-  submitMessageUpdate,
-  turnEndedSignal,
-  TenantIdKey,
-  TURN_WORKFLOW_TYPE,
-  UserIdKey,
-  turnStateQuery,
-} from '../../workflows/definitions';
+import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
-import { contextFor } from '../../core/intents';
-import type { SessionInput, SessionView, SubmitMessageInput, SubmitMessageResult, TurnEnd } from '../../shared/session';
+import type { SessionView } from '../../shared/session';
+import type { SessionIndex } from '../sessions/index-store';
+import { rebuiltSessionIndex } from './session-index';
 import { createCatalogReader } from './catalog';
+import { createChain, legacySessionWorkflowId } from './chain';
 import { createListing, type SessionCursor, type SessionPage, type TurnSummary } from './listing';
 
 export type { SessionCursor, SessionPage, SessionSummary, TurnSummary } from './listing';
@@ -56,16 +36,16 @@ export type ApprovalOutcome =
 export type InputOutcome = { kind: 'provided' } | { kind: 'not_pending' | 'forbidden' };
 
 export type SubmitOutcome =
-  | { kind: 'accepted'; created: boolean; position: number }
+  /** `waitingOn`: the turns of the session ahead of this one, not known to have ended. */
+  | { kind: 'accepted'; created: boolean; position: number; waitingOn?: string[] }
   /** The session's queue is full (SessionSettings.maxQueuedTurns). */
   | { kind: 'busy' };
 
 export interface TurnGateway {
-  /** Adds a message to the caller's session (started if new); its turn runs after those queued before it. */
+  /** Appends a message to the caller's session (begun by it if new); its turn runs after those before it. */
   submitMessage(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string; directCall?: DirectToolCall }): Promise<SubmitOutcome>;
-  /** The caller's session, or null when they have none under that id. */
-  /** The session of `owner` (the caller, or a turn's owner), or null. */
-  getSession(owner: { id: string; tenant: string }, sessionId: string): Promise<SessionView | null>;
+  /** The session of `owner` (the caller, or a turn's owner) with its newest `turns` turns (default: the transcript limit), or null. */
+  getSession(owner: { id: string; tenant: string }, sessionId: string, turns?: number): Promise<SessionView | null>;
   decideApproval(turnId: string, input: ApprovalInput): Promise<ApprovalOutcome>;
   /** Requests cancellation; the workflow stops at its next step and reports `cancelled`. */
   cancelTurn(turnId: string): Promise<void>;
@@ -86,10 +66,7 @@ export interface TurnGateway {
   temporalHealth(): Promise<{ ok: boolean; error?: string }>;
   /** The tenant's running turns that wait for an approval (at most `limit`, newest first). */
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
-  /**
-   * The sessions of `owner`, newest first: at most `limit` after `cursor`, and where the next page
-   * starts (from Temporal's visibility, which lags by a moment; see listing.ts).
-   */
+  /** The sessions of `owner` by their latest message, newest first: at most `limit` after `cursor`, and where the next page starts (the session index). */
   listSessions(owner: { id: string; tenant: string }, limit: number, cursor?: SessionCursor): Promise<SessionPage>;
   /** The turns of `owner`, newest first (at most `limit`; from visibility, like listSessions). */
   listTurns(owner: { id: string; tenant: string }, limit: number): Promise<TurnSummary[]>;
@@ -118,6 +95,8 @@ export interface GatewayOptions {
   catalogCacheMs: number;
   /** How long to wait for a worker to answer a catalog request. */
   catalogTimeoutMs?: number;
+  /** The session index (decision 0033); default: in memory, rebuilt from Temporal's visibility (one replica). */
+  sessions?: SessionIndex;
 }
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
@@ -170,115 +149,30 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     throw new Error(`turn ${turnId} closed as ${status} without a failure`);
   }
 
-  return {
+  const index = opts.sessions ?? rebuiltSessionIndex(client);
+  const chain = createChain({
+    client,
+    taskQueue: opts.taskQueue,
+    index,
+    settings: opts.settings,
+    ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
+    getTurn: (...args) => gateway.getTurn(...args),
+    legacyWorkflowId: legacySessionWorkflowId(ownerKey),
+  });
+
+  const gateway: TurnGateway & { reads(): TurnReads } = {
     reads: () => ({ ...reads }),
 
-    async submitMessage({ turnId, sessionId, text, user, token, directCall }) {
-      const owner = { id: user.id, tenant: user.tenant };
-      const { policy, turnOptions, contextByRole, intents, sessionSettings } = opts.settings();
-      const sessionWorkflow = sessionWorkflowId(ownerKey(owner), sessionId);
-      const turnInput: TurnInput = {
-        turnId,
-        sessionId,
-        userText: text,
-        ...(directCall ? { directCall } : {}),
-        user,
-        // Only the caller's role rule (and the shared settings): the turn decides on nothing else.
-        policy: policyForRole(policy, user.role),
-        ...(token && opts.tokenSealKey ? { sealedToken: sealToken(token, opts.tokenSealKey) } : {}),
-        history: [],
-        sessionWorkflowId: sessionWorkflow,
-        // The role's context, and what intent rules matching the message add (each piece says why).
-        options: { ...turnOptions, context: contextFor({ role: user.role, text, byRole: contextByRole, base: turnOptions.context, intents: intents ?? [] }) },
-      };
-      const searchAttributes = [
-        { key: SessionIdKey, value: sessionId },
-        { key: UserIdKey, value: user.id },
-        { key: TenantIdKey, value: user.tenant },
-      ];
-      // First the session takes the message (and answers with the memory when the turn may begin at
-      // once), then the API starts the turn with it: no hop through the session's child start, and
-      // nothing of the turn's input (policy, sealed token) in the session's history
-      // (docs/decisions/0016-the-session-hop.md).
-      const registration: SubmitMessageInput = { turnId, text, user, startedTurn: true };
-      let result: SubmitMessageResult;
-      try {
-        // Update-with-start: the session workflow is created by its first message, atomically.
-        result = await client.workflow.executeUpdateWithStart(submitMessageUpdate, {
-          args: [registration],
-          startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW_TYPE, {
-            workflowId: sessionWorkflow,
-            taskQueue: opts.taskQueue,
-            args: [{ sessionId, owner, settings: sessionSettings } satisfies SessionInput],
-            workflowIdConflictPolicy: 'USE_EXISTING',
-            typedSearchAttributes: searchAttributes,
-            staticSummary: `Session ${sessionId}`,
-          }),
-        });
-      } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) {
-          switch (failureTypeOf(err.cause)) {
-            case Failure.SessionBusy:
-              return { kind: 'busy' };
-            case Failure.SessionForbidden:
-              // Cannot happen through the API (the workflow id is derived from the caller), so it is a bug.
-              throw new Error(`session ${sessionId}: owner mismatch`);
-            default:
-              break;
-          }
-        }
-        throw err;
-      }
-      const startTurn = (input: TurnInput) =>
-        client.workflow.start(TURN_WORKFLOW_TYPE, {
-          workflowId: turnId,
-          taskQueue: opts.taskQueue,
-          args: [input],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: searchAttributes,
-          // Ids only: summaries stay in clear when payloads are encrypted (docs/decisions/0019).
-          staticSummary: `Turn ${turnId} of session ${sessionId}`,
-        });
-      if (!result.created) {
-        // The session knows this message already (a retried request): its turn exists, or existed. One
-        // not ended yet is started again in case the first request died before it could (it joins).
-        if (result.pending) {
-          await startTurn({ ...turnInput, queued: true }).catch((err: unknown) => {
-            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-          });
-        }
-        return { kind: 'accepted', created: false, position: result.position };
-      }
-      try {
-        // Behind another turn: it joins the session when it starts, and waits for its go.
-        await startTurn(result.memory ? { ...turnInput, history: result.memory } : { ...turnInput, queued: true });
-      } catch (err) {
-        // The id is taken by an older turn than the session remembers: that turn stands, this message is a repeat.
-        const repeat = err instanceof WorkflowExecutionAlreadyStartedError;
-        // Any other error may come after the server created the turn (a lost answer): only a turn that
-        // does not exist is reported to the session; otherwise the session checks on it by itself.
-        const absent = repeat || (await client.workflow.getHandle(turnId).describe().then(() => false, (e: unknown) => e instanceof WorkflowNotFoundError));
-        if (absent) {
-          const end: TurnEnd = { turnId, status: 'failed', content: repeat ? 'This message repeats an earlier one; its turn already exists.' : 'The turn could not be started.' };
-          // Should this signal be lost too, the session finds the turn missing when it checks on it.
-          await client.workflow.getHandle(sessionWorkflow).signal(turnEndedSignal, end).catch(() => undefined);
-        }
-        if (repeat) return { kind: 'accepted', created: false, position: 0 };
-        throw err;
-      }
-      return { kind: 'accepted', created: true, position: result.position };
-    },
+    submitMessage: (args) => chain.submitMessage(args),
 
-    async getSession(user, sessionId) {
-      const handle = client.workflow.getHandle(sessionWorkflowId(ownerKey(user), sessionId));
-      try {
-        const view = await handle.query(sessionStateQuery);
-        if (view.owner.id !== user.id || view.owner.tenant !== user.tenant) return null;
-        return view;
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return null;
-        throw err;
-      }
+    getSession: (owner, sessionId, turns) => chain.getSession(owner, sessionId, turns),
+
+    async listSessions(owner, limit, cursor) {
+      const page = await index.sessions(owner, limit, cursor);
+      return {
+        sessions: page.sessions.map((s) => ({ sessionId: s.sessionId, startedAt: s.startedAt, lastAt: s.lastAt, open: true })),
+        ...(page.next ? { next: page.next } : {}),
+      };
     },
 
     async cancelTurn(turnId) {
@@ -365,4 +259,5 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
       }
     },
   };
+  return gateway;
 }

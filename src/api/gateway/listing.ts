@@ -10,10 +10,9 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { TurnState } from '../../shared/turn';
+import type { SessionListCursor } from '../sessions/index-store';
 import {
   SESSION_ID_SEARCH_ATTRIBUTE,
-  SESSION_WORKFLOW_TYPE,
-  SessionIdKey,
   TENANT_ID_SEARCH_ATTRIBUTE,
   TURN_WORKFLOW_TYPE,
   USER_ID_SEARCH_ATTRIBUTE,
@@ -23,26 +22,21 @@ type Owner = { id: string; tenant: string };
 
 export interface SessionSummary {
   sessionId: string;
+  /** Its first message. */
   startedAt: string;
-  /** false once the session's workflow ended (continued as new sessions stay open). */
+  /** Its latest message. */
+  lastAt: string;
+  /** Always true for a chain of turns (a session has no workflow that could end). */
   open: boolean;
-  /** When a closed session's workflow ended. */
-  closedAt?: string;
 }
 
-/**
- * Where a page of sessions ends: open sessions started before `before`, or (`open: false`) closed ones
- * that closed before it. Times are ISO 8601 with milliseconds.
- */
-export interface SessionCursor {
-  open: boolean;
-  before: string;
-}
+/** Where a page of sessions ends (src/api/sessions/index-store.ts). */
+export type { SessionListCursor as SessionCursor } from '../sessions/index-store';
 
 export interface SessionPage {
   sessions: SessionSummary[];
   /** Where the next page starts; absent on the last page. */
-  next?: SessionCursor;
+  next?: SessionListCursor;
 }
 
 export interface TurnSummary {
@@ -58,45 +52,7 @@ const ownedBy = (type: string, owner: Owner) =>
   `WorkflowType = '${type}' AND ${USER_ID_SEARCH_ATTRIBUTE} = '${owner.id}' AND ${TENANT_ID_SEARCH_ATTRIBUTE} = '${owner.tenant}'`;
 
 export function createListing(client: Client, queryTurn: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<TurnState>) {
-  /** One part (open or closed sessions) of the owner's sessions after `before`, at most `limit`. */
-  async function sessionPart(owner: Owner, open: boolean, limit: number, before?: string): Promise<SessionSummary[]> {
-    // A continued-as-new run is the same session as its running successor: only the latest run counts.
-    const state = open ? `ExecutionStatus = 'Running'` : `ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew'`;
-    const time = open ? 'StartTime' : 'CloseTime';
-    const query = `${ownedBy(SESSION_WORKFLOW_TYPE, owner)} AND ${state}${before ? ` AND ${time} < '${before}'` : ''}`;
-    const found: SessionSummary[] = [];
-    const seen = new Set<string>();
-    for await (const wf of client.workflow.list({ query, pageSize: Math.min(limit + 1, 1000) })) {
-      const sessionId = wf.typedSearchAttributes.get(SessionIdKey);
-      if (!sessionId || seen.has(sessionId)) continue;
-      seen.add(sessionId);
-      found.push({ sessionId, startedAt: wf.startTime.toISOString(), open, ...(wf.closeTime ? { closedAt: wf.closeTime.toISOString() } : {}) });
-      if (found.length > limit) break;
-    }
-    return found;
-  }
-
   return {
-    /** The sessions of `owner`, newest first: `limit` of them after `cursor`, and where the next page starts. */
-    async listSessions(owner: Owner, limit: number, cursor?: SessionCursor): Promise<SessionPage> {
-      if (!quotable(owner)) return { sessions: [] };
-      const sessions: SessionSummary[] = [];
-      if (!cursor || cursor.open) {
-        // One more than asked: whether another page follows.
-        const open = await sessionPart(owner, true, limit, cursor?.before);
-        if (open.length > limit) {
-          const page = open.slice(0, limit);
-          return { sessions: page, next: { open: true, before: page.at(-1)?.startedAt ?? '' } };
-        }
-        sessions.push(...open);
-      }
-      const closed = await sessionPart(owner, false, limit - sessions.length, cursor && !cursor.open ? cursor.before : undefined);
-      const page = closed.slice(0, limit - sessions.length);
-      sessions.push(...page);
-      if (closed.length > page.length) return { sessions, next: { open: false, before: page.at(-1)?.closedAt ?? '' } };
-      return { sessions };
-    },
-
     /** The turns of `owner`, newest first (at most `limit`). */
     async listTurns(owner: Owner, limit: number): Promise<TurnSummary[]> {
       if (!quotable(owner)) return [];

@@ -33,21 +33,22 @@ export const SessionMessages = z.object({
 });
 
 
-const CURSOR = /^[A-Za-z0-9_-]{1,200}$/;
+const CURSOR = /^[A-Za-z0-9_-]{1,400}$/;
 const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-/** The opaque `cursor` of GET /v1/sessions: base64url of `o` (open) or `c` (closed), a space and an ISO time. */
+/** The opaque `cursor` of GET /v1/sessions: base64url of the last listed session's latest message time, a space and its id. */
 export function encodeSessionCursor(cursor: SessionCursor): string {
-  return Buffer.from(`${cursor.open ? 'o' : 'c'} ${cursor.before}`).toString('base64url');
+  return Buffer.from(`${cursor.lastAt} ${cursor.sessionId}`).toString('base64url');
 }
 
 /** The cursor `encodeSessionCursor` made, or undefined for anything else. */
 export function decodeSessionCursor(text: string): SessionCursor | undefined {
   if (!CURSOR.test(text)) return undefined;
-  const match = /^([oc]) (.+)$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
-  const before = match?.[2];
-  if (!match || !before || !CURSOR_TIME.test(before) || Number.isNaN(Date.parse(before))) return undefined;
-  return { open: match[1] === 'o', before };
+  const match = /^(\S+) (.+)$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  const lastAt = match?.[1];
+  const sessionId = match?.[2];
+  if (!lastAt || !sessionId || !CURSOR_TIME.test(lastAt) || Number.isNaN(Date.parse(lastAt))) return undefined;
+  return { lastAt, sessionId };
 }
 
 /** GET /v1/sessions: a page of the caller's sessions. */
@@ -67,8 +68,8 @@ export const SessionList = z.object({
     .array(
       z.object({
         sessionId: z.string(),
-        startedAt: DateTime.describe("When the session's current workflow run started (a long session's run is renewed now and then)."),
-        open: z.boolean().describe('`false` once the session ended (stopped by an operator, or failed): its transcript may still be read.'),
+        startedAt: DateTime.describe("When the session's first message was sent."),
+        open: z.boolean().describe('Always `true`: a session is the chain of its turns and takes a message at any time (kept for clients of the earlier protocol).'),
         lastMessage: z
           .object({
             role: z.enum(['user', 'assistant']),
@@ -80,6 +81,6 @@ export const SessionList = z.object({
         messagesUrl: z.string().describe('`/v1/sessions/{sessionId}/messages`: the whole conversation.'),
       }),
     )
-    .describe('Newest first: open sessions by when their run started, then ended ones by when they ended.'),
+    .describe('Newest first, by their latest message.'),
   nextCursor: z.string().optional().describe('Pass as `cursor` for the next page; absent on the last page.'),
 });

@@ -4,8 +4,8 @@
  * and list a caller's sessions without any workflow per turn. Ids and times only: what was said lives
  * in the turn workflows (encrypted there when payload keys are set), never here.
  *
- * Two stores: in memory for a single API replica (rebuilt from Temporal's visibility when a session or
- * an owner is first seen, see rebuild.ts), PostgreSQL when POSTGRES_URL is set (pg-index.ts).
+ * Two stores: in memory for a single API replica (rebuilt from Temporal's visibility when the process
+ * starts, see src/api/gateway/session-index.ts), PostgreSQL when POSTGRES_URL is set (pg-index.ts).
  */
 
 export type Owner = { id: string; tenant: string };

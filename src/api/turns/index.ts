@@ -5,7 +5,7 @@
  * HttpError, and never sees a reply.
  *
  * One file per job, each a factory over the same options:
- * - submission.ts: admit (rate limits, token budgets), submit (idempotency keys, session catch-up),
+ * - submission.ts: admit (rate limits, token budgets), submit (idempotency keys),
  *   submitToolCall, cancel;
  * - reads.ts: the caller's turn and its view, the caller's sessions (paged, with their last message)
  *   and turns (newest first), whether a session exists, a session's transcript, what a queued turn

@@ -24,8 +24,8 @@ export interface TurnServiceOptions {
    */
   onSubmitted?: (turnId: string, turn: PushedTurn, position: number) => void;
   /**
-   * The owner's latest turn in the session, when the live hub saw it end a moment ago (its session may
-   * not have recorded that yet). Absent: no hub, nothing to wait for.
+   * The owner's latest turn in the session, when the live hub saw it end a moment ago (its workflow may
+   * close a moment later): a new message's position does not count it. Absent: no hub.
    */
   justEnded?: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => string | undefined;
   /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */

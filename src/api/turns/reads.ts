@@ -5,7 +5,6 @@ import { TERMINAL_STATUSES, type TurnState } from '../../shared/turn';
 import { encodeSessionCursor, type SessionList, type SessionMessages, type TurnView, type WaitingView } from '../contract';
 import type { SessionCursor } from '../gateway';
 import { notFound } from '../errors';
-import { untilCaughtUp } from './catch-up';
 import { mcpMessages } from './mcp-messages';
 import type { TurnServiceOptions } from './options';
 import { unavailableOnError } from './unavailable';
@@ -39,14 +38,14 @@ export function createReads(opts: TurnServiceOptions) {
     sessions: (user: UserContext, limit: number, cursor?: SessionCursor) => unavailableOnError(() => gateway.listSessions(user, limit, cursor)),
 
     /**
-     * GET /v1/sessions: a page of the caller's sessions, each with its newest message (read from the
-     * session itself, one query each: a session that cannot answer now is listed without it).
+     * GET /v1/sessions: a page of the caller's sessions, each with its newest message (read from its
+     * newest turn, one read each: a session that cannot answer now is listed without it).
      */
     async sessionList(user: UserContext, limit: number, cursor?: SessionCursor): Promise<z.output<typeof SessionList>> {
       const page = await unavailableOnError(() => gateway.listSessions(user, limit, cursor));
       const sessions = await Promise.all(
         page.sessions.map(async (s) => {
-          const last = (await gateway.getSession(user, s.sessionId).catch(() => null))?.messages.at(-1);
+          const last = (await gateway.getSession(user, s.sessionId, 1).catch(() => null))?.messages.at(-1);
           return {
             sessionId: s.sessionId,
             startedAt: s.startedAt,
@@ -96,19 +95,11 @@ export function createReads(opts: TurnServiceOptions) {
     },
 
     async session(user: UserContext, sessionId: string): Promise<z.output<typeof SessionMessages>> {
-      // A stream says `done` as the turn's last workflow task runs; its session records the answer a
-      // moment later. A view that still shows an ended turn as active is read again (bounded), so a
-      // client that asks right after `done` finds the answer in the transcript.
-      const { view, activeTurn } = await untilCaughtUp(
-        async () => {
-          const v = await unavailableOnError(() => gateway.getSession(user, sessionId));
-          if (!v) throw notFound(`session ${sessionId}`);
-          const activeId = v.activeTurnId;
-          const turn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
-          return { view: v, activeTurn: turn };
-        },
-        (r) => !r.activeTurn || !TERMINAL_STATUSES.includes(r.activeTurn.status),
-      );
+      // Read from the turns themselves: an answer is in the transcript as soon as its turn has it.
+      const view = await unavailableOnError(() => gateway.getSession(user, sessionId));
+      if (!view) throw notFound(`session ${sessionId}`);
+      const activeId = view.activeTurnId;
+      const activeTurn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
       const pending = activeTurn?.status === 'awaiting_approval' ? decidable(activeTurn, approvalTimeoutMs(opts.policy())) : [];
       return {
         sessionId,

@@ -11,7 +11,6 @@ import { TERMINAL_STATUSES, type DirectToolCall } from '../../shared/turn';
 import { HttpError, notFound } from '../errors';
 import { SYSTEM_MESSAGES } from '../system-messages';
 import { withinBudget } from './budgets';
-import { sessionCaughtUp } from './catch-up';
 import type { TurnServiceOptions } from './options';
 import { readTurn } from './reads';
 import { unavailableOnError } from './unavailable';
@@ -35,6 +34,9 @@ export interface Accepted {
   created: boolean;
 }
 
+/** How recent an end the live hub saw counts as "over" for a new message's position. */
+const JUST_ENDED_MS = 5_000;
+
 export function createSubmission(opts: TurnServiceOptions) {
   const { gateway } = opts;
   // Message submission is what costs (LLM tokens, tool side effects): limited per user and per tenant,
@@ -50,7 +52,6 @@ export function createSubmission(opts: TurnServiceOptions) {
         ? `${Date.now().toString(36)}${randomBytes(5).toString('hex')}`
         : createHash('sha256').update(`${user.tenant}\n${user.id}\n${s.idempotencyKey}`).digest('hex').slice(0, 24);
     const turnId = makeTurnId(s.sessionId, requestKey);
-    await sessionCaughtUp(opts, user, s.sessionId);
     const outcome = await unavailableOnError(() =>
       gateway.submitMessage({
         turnId,
@@ -64,11 +65,14 @@ export function createSubmission(opts: TurnServiceOptions) {
     if (outcome.kind === 'busy') {
       throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
     }
+    // A turn whose end the live hub saw a moment ago is over, though Temporal may close it a moment later.
+    const justEnded = opts.justEnded?.({ id: user.id, tenant: user.tenant }, s.sessionId, JUST_ENDED_MS);
+    const position = outcome.waitingOn ? outcome.waitingOn.filter((id) => id !== justEnded).length : outcome.position;
     if (outcome.created) {
       opts.observer?.turnSubmitted(s.directCall ? 'tool_call' : 'message');
-      opts.onSubmitted?.(turnId, { sessionId: s.sessionId, owner: { id: user.id, tenant: user.tenant } }, outcome.position);
+      opts.onSubmitted?.(turnId, { sessionId: s.sessionId, owner: { id: user.id, tenant: user.tenant } }, position);
     }
-    return { turnId, position: outcome.position, created: outcome.created };
+    return { turnId, position, created: outcome.created };
   };
 
   const withinRate = async (user: UserContext): Promise<void> => {
