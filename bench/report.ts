@@ -50,8 +50,8 @@ export function render(
     `Load average (1/5/15 min) at start: ${m.loadAvgAtStart.join(' ')}, at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (other processes on the machine count too)`,
   );
   out.push(
-    `Durable path: ${opts.workers} worker process(es), default worker options; each turn in a new session (update-with-start of the session workflow ` +
-      'registers the message, then the API starts the turn with the memory it answered), via the API\'s gateway code, result awaited with the Temporal client.',
+    `Durable path: ${opts.workers} worker process(es), default worker options; each turn in a new session (the message appended to the session index, ` +
+      'then the turn started with the turns before it: decision 0033), via the API\'s gateway code, result awaited with the Temporal client.',
   );
   out.push(
     "Floor: Temporal's own cost for the same shape, measured in the same run on the same dev server: a workflow started directly with " +

@@ -4,11 +4,11 @@
  * protocol costs here it costs any implementation of it; bench/sections/protocols.ts measures them side
  * by side and docs/decisions/0033-session-protocol-floor.md reads the figures.
  *
- * - `today`: the protocol the host runs (decision 0016). The client registers the message with the
+ * - `today`: the protocol the host ran until 2026-11-26 (decision 0016). The client registers the message with the
  *   session by an update (update-with-start for a new session), which answers with the memory; then it
  *   starts the turn; the turn's end reaches the session as a signal sent from the worker (a sink); the
  *   session waits for it behind a check timer started and cancelled per turn.
- * - `chain`: no session workflow. The client starts the turn with its predecessor's id (the session's
+ * - `chain`: the protocol the host runs since (decision 0033): no session workflow. The client starts the turn with its predecessor's id (the session's
  *   head, which the client keeps); the turn reads the predecessor's result in its first workflow task (a
  *   local activity beside its first one), which is the memory.
  * - `ledger`: `chain`, plus a session workflow that only records each turn's end (signal-with-start

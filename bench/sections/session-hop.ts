@@ -1,6 +1,6 @@
 /**
  * 6. What the session costs a turn (issue 13 §2): the same 1-step turn through a new session (the API's
- * path: update-with-start of the session registers the message, then the API starts the turn), through
+ * path: the message appended to the session index, then the turn started with the turns before it), through
  * one session turn after turn, and started directly as a standalone turn workflow with the same input (no session
  * at all: the lower bound of any session design), beside Temporal's floor of the turn's shape.
  * Interleaved latency, then CPU in blocks of each path alone, and history events per turn (the
