@@ -3,7 +3,7 @@
  * for turns the API starts beside their session (docs/decisions/0016-the-session-hop.md).
  */
 import { type Client, WorkflowFailedError, type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type SignalDefinition } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
@@ -23,24 +23,10 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
       }
     },
 
-    async announce(sessionWorkflowId, end) {
-      try {
-        await client.workflow.getHandle(sessionWorkflowId).signal(turnEndedSignal, end);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return;
-        throw err;
-      }
-    },
+    // Nobody is left to tell when the session, or a follower cancelled while it waited, has closed.
+    announce: (sessionWorkflowId, end) => signalIfOpen(client, sessionWorkflowId, turnEndedSignal, end),
 
-    async tellFollower(followerId, ended) {
-      try {
-        await client.workflow.getHandle(followerId).signal(predecessorEndedSignal, ended);
-      } catch (err) {
-        // A follower that closed (cancelled while it waited) needs no word.
-        if (err instanceof WorkflowNotFoundError) return;
-        throw err;
-      }
-    },
+    tellFollower: (followerId, ended) => signalIfOpen(client, followerId, predecessorEndedSignal, ended),
 
     async predecessor(after, skip, legacySession) {
       const legacy = async (): Promise<PredecessorSeen> => {
@@ -98,6 +84,16 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
       }
     },
   };
+}
+
+/** Signals `workflowId`; nothing when it has closed or never existed. */
+async function signalIfOpen<T>(client: Pick<Client, 'workflow'>, workflowId: string, signal: SignalDefinition<[T]>, arg: T): Promise<void> {
+  try {
+    await client.workflow.getHandle(workflowId).signal(signal, arg);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return;
+    throw err;
+  }
 }
 
 /**
