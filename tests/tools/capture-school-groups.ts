@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DemoRules } from '../../src/demo-model/rules';
-import { bearer, postJson, postMessage, readSse } from '../helpers/http';
+import { temporal } from '@temporalio/proto';
+import { bearer, postJson, postMessage, readSse, waitFor } from '../helpers/http';
 import { startSchoolSystem } from '../helpers/school';
 import { EXAMPLE_RULES, ROOT } from '../helpers/system';
 import { loadPolicyFile } from '../../src/config/policy';
@@ -35,7 +36,11 @@ export async function captureSchool(): Promise<void> {
         stopAfter: (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment',
         timeoutMs: 60_000,
       });
-      await new Promise((r) => setTimeout(r, 300));
+      // Killed only once a worker holds the payment's attempt (the call is out, its answer not back).
+      await waitFor(async () => {
+        const pending = (await crash.client.workflow.getHandle(body.turnId).describe()).raw.pendingActivities ?? [];
+        return pending.some((a) => a.activityType?.name === 'callTool' && a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED) || undefined;
+      }, 60_000, 50);
       await crash.worker.kill();
       await crash.startWorker();
       await readSse(`${crash.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 120_000 });
