@@ -9,7 +9,7 @@ import { Failure, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
 import type { SessionView } from '../../shared/session';
-import type { SessionIndex } from '../sessions/index-store';
+import type { LinkEnd, SessionIndex } from '../sessions/index-store';
 import { rebuiltSessionIndex } from './session-index';
 import { createCatalogReader } from './catalog';
 import { createChain, legacySessionWorkflowId } from './chain';
@@ -97,6 +97,8 @@ export interface GatewayOptions {
   catalogTimeoutMs?: number;
   /** The session index (decision 0033); default: in memory, rebuilt from Temporal's visibility (one replica). */
   sessions?: SessionIndex;
+  /** How a turn ended, when this API heard its final event (the live hub): a submission behind it then reads nothing of it from Temporal. */
+  endSeen?(turnId: string): LinkEnd | undefined;
 }
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
@@ -158,6 +160,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
     getTurn: (...args) => gateway.getTurn(...args),
     legacyWorkflowId: legacySessionWorkflowId(ownerKey),
+    ...(opts.endSeen ? { endSeen: opts.endSeen } : {}),
   });
 
   const gateway: TurnGateway & { reads(): TurnReads } = {
