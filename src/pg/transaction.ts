@@ -2,14 +2,34 @@
  * PostgreSQL helpers shared by the stores that keep the host's state there (live-text bus, rate
  * limits, worker reports, usage, audit chain, OAuth tokens).
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 
 export type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>;
 
+/**
+ * Runs `fn` with one pooled connection. While a connection is checked out, the pool no longer
+ * listens for its errors: one the server ends meanwhile (a restart's "terminating connection") would
+ * raise an unhandled 'error' and end the process. It is heard here instead, the next query fails, and
+ * the connection is released broken, so the pool discards it.
+ */
+export async function withConnection<T>(pool: Pick<Pool, 'connect'>, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error): void => {
+    broken = err;
+  };
+  client.on('error', onError);
+  try {
+    return await fn(client);
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
 /** Runs `fn` in one transaction on one connection (`begin` may set the isolation level); rolls back on error. */
 export async function inTransaction<T>(pool: Pick<Pool, 'connect'>, fn: (q: Query) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-  const client = await pool.connect();
-  try {
+  return await withConnection(pool, async (client) => {
     await client.query(begin);
     try {
       const result = await fn((sql, params) => client.query(sql, params));
@@ -19,9 +39,7 @@ export async function inTransaction<T>(pool: Pick<Pool, 'connect'>, fn: (q: Quer
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Advisory lock key under which every store creates its tables (any constant all processes share). */

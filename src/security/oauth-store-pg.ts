@@ -6,7 +6,7 @@
 import type { Pool } from 'pg';
 import { keyHash, MemoryOAuthStore, SealedFileOAuthStore, type OAuthStore } from './oauth-store';
 import { sealToken, unsealToken } from './seal';
-import { ensureSchema } from '../pg/transaction';
+import { ensureSchema, withConnection } from '../pg/transaction';
 
 const TABLE = 'dmh_oauth';
 
@@ -44,17 +44,14 @@ export class PostgresOAuthStore implements OAuthStore {
     // In the process first (no connection held while waiting), then across processes.
     return await this.inProcess.withLock(key, async () => {
       const lockId = BigInt.asIntN(64, BigInt(`0x${keyHash(`lock:${key}`).slice(0, 16)}`)).toString();
-      const client = await this.pool.connect();
-      try {
+      return await withConnection(this.pool, async (client) => {
         await client.query('SELECT pg_advisory_lock($1::bigint)', [lockId]);
         try {
           return await fn();
         } finally {
           await client.query('SELECT pg_advisory_unlock($1::bigint)', [lockId]);
         }
-      } finally {
-        client.release();
-      }
+      });
     });
   }
 
