@@ -2,6 +2,7 @@
  * The in-memory session index of a single API replica, rebuilt from Temporal's visibility when the
  * process starts (once, before its first use): every turn workflow carries its session and owner as
  * search attributes, so the chains are the turns of each session in the order they started.
+ * Session titles and deletions are not in Temporal: here they last as long as the process.
  */
 import type { Client } from '@temporalio/client';
 import { SessionIdKey, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
@@ -64,6 +65,19 @@ export function rebuiltSessionIndex(client: Pick<Client, 'workflow'>, log?: { wa
     async sessions(...args) {
       await ready();
       return await memory.sessions(...args);
+    },
+    // Titles and deletions live in this process only: the rebuild reads turns, which carry neither.
+    async session(...args) {
+      await ready();
+      return await memory.session(...args);
+    },
+    async rename(...args) {
+      await ready();
+      return await memory.rename(...args);
+    },
+    async remove(...args) {
+      await ready();
+      return await memory.remove(...args);
     },
   };
 }
