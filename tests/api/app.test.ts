@@ -89,6 +89,16 @@ function fakeGateway(): TurnGateway & {
       const last = sessions.at(-1);
       return all.length > limit && last ? { sessions, next: { lastAt: last.lastAt, sessionId: last.sessionId } } : { sessions };
     },
+    // Titles and deletion: tests/api/session-edits.test.ts (over the real in-memory index).
+    async sessionSummary() {
+      return null;
+    },
+    async renameSession() {
+      return null;
+    },
+    async deleteSession() {
+      return false;
+    },
     async listTurns() {
       return [];
     },

@@ -116,6 +116,15 @@ function fakeGateway(stepMs = 10) {
     async listSessions() {
       return { sessions: [] };
     },
+    async sessionSummary() {
+      return null;
+    },
+    async renameSession() {
+      return null;
+    },
+    async deleteSession() {
+      return false;
+    },
     async listTurns() {
       return [];
     },
