@@ -49,35 +49,21 @@ export function rebuiltSessionIndex(client: Pick<Client, 'workflow'>, log?: { wa
     await rebuilt;
   };
 
+  /** `name` of the memory index, once it is rebuilt. */
+  const afterRebuild = <K extends keyof SessionIndex>(name: K): SessionIndex[K] =>
+    (async (...args: Parameters<SessionIndex[K]>) => {
+      await ready();
+      return await (memory[name] as (...a: Parameters<SessionIndex[K]>) => ReturnType<SessionIndex[K]>)(...args);
+    }) as SessionIndex[K];
+
   return {
-    async append(...args) {
-      await ready();
-      return await memory.append(...args);
-    },
-    async links(...args) {
-      await ready();
-      return await memory.links(...args);
-    },
-    async ended(...args) {
-      await ready();
-      await memory.ended(...args);
-    },
-    async sessions(...args) {
-      await ready();
-      return await memory.sessions(...args);
-    },
+    append: afterRebuild('append'),
+    links: afterRebuild('links'),
+    ended: afterRebuild('ended'),
+    sessions: afterRebuild('sessions'),
     // Titles and deletions live in this process only: the rebuild reads turns, which carry neither.
-    async session(...args) {
-      await ready();
-      return await memory.session(...args);
-    },
-    async rename(...args) {
-      await ready();
-      return await memory.rename(...args);
-    },
-    async remove(...args) {
-      await ready();
-      return await memory.remove(...args);
-    },
+    session: afterRebuild('session'),
+    rename: afterRebuild('rename'),
+    remove: afterRebuild('remove'),
   };
 }
