@@ -43,12 +43,16 @@ export const FLOOR_TASK_QUEUE = 'bench-floor';
 
 export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, user: UserContext): Paths {
   const turnOptions = turnOptionsFrom(defaultHostConfig());
+  // Turns whose end the bench saw. The API hears a turn's end from its final event (the live hub), here
+  // from its result: a message behind it reads nothing of it from Temporal in either case.
+  const ended = new Set<string>();
   // The API's own start code: same workflow id shape, input, search attributes, summary and reuse policy.
   const gateway = createTemporalGateway({
     client: sys.client,
     taskQueue: sys.taskQueue,
     settings: () => ({ policy, turnOptions, contextByRole: {}, sessionSettings: sessionSettingsFrom(defaultHostConfig()) }),
     catalogCacheMs: 60_000,
+    endSeen: (turnId) => (ended.has(turnId) ? 'completed' : undefined),
   });
 
   const expectSteps = (where: string, toolSteps: number, steps: number, failed: number, text: string): void => {
@@ -86,6 +90,7 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
       if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
       const state = (await turnResult(sys.client, turnId)) as TurnState;
+      ended.add(turnId);
       const failed = state.toolCalls.filter((c) => c.isError).length;
       expectSteps('durable', toolSteps, state.steps, failed, state.text ?? '');
       return turnId;

@@ -2,8 +2,8 @@
  * Wiring: the worker's Temporal client behind the session-link activities (src/activities/session-link.ts),
  * for turns the API starts beside their session (docs/decisions/0016-the-session-hop.md).
  */
-import { type Client, WorkflowFailedError, type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
-import { ApplicationFailure, type SignalDefinition } from '@temporalio/common';
+import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, type SignalDefinition, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
@@ -12,7 +12,7 @@ import { llmMessagesOf } from './core/history';
 import type { TurnResult, TurnState } from './shared/turn';
 import { predecessorEndedSignal, type SessionSinks, sessionStateQuery, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
 
-export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink {
+export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSignal'>): SessionLink {
   return {
     async admission(sessionWorkflowId, turnId) {
       try {
@@ -35,16 +35,9 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
       };
       for (const turnId of after) {
         if (skip.includes(turnId)) continue;
-        const handle = client.workflow.getHandle(turnId);
-        let status: string;
-        try {
-          status = (await handle.describe()).status.name;
-        } catch (err) {
-          if (err instanceof WorkflowNotFoundError) return { state: 'missing', turnId };
-          throw err;
-        }
-        if (status === 'RUNNING') return { state: 'running', turnId };
-        const found = await closedTurnMemory(handle, status);
+        const seen = await lookAt(client, turnId);
+        if (seen.state !== 'closed') return { state: seen.state, turnId };
+        const found = memoryOf(seen.end);
         if (found === 'legacy') return await legacy();
         if (found) return { state: 'ended', memory: found };
         // Cancelled, terminated, or ended before it read a memory: the one before it holds the same.
@@ -53,34 +46,22 @@ export function createSessionLink(client: Pick<Client, 'workflow'>): SessionLink
     },
 
     async outcome(turnId) {
-      const handle = client.workflow.getHandle(turnId);
-      let status: string;
-      try {
-        status = (await handle.describe()).status.name;
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return { state: 'missing' };
-        throw err;
-      }
+      const seen = await lookAt(client, turnId);
+      if (seen.state !== 'closed') return { state: seen.state };
       const ended = (s: TurnEnd['status'], content: string) => ({ state: 'ended' as const, end: { turnId, status: s, content } });
-      switch (status) {
-        case 'RUNNING':
-          return { state: 'running' };
+      const { end } = seen;
+      switch (end.status) {
         case 'COMPLETED':
-          return ended('completed', ((await handle.result()) as TurnState).text ?? '');
+          return ended('completed', (end.value as TurnState).text ?? '');
         case 'CANCELLED':
           return ended('cancelled', 'The turn was cancelled.');
-        case 'FAILED':
-          try {
-            await handle.result();
-          } catch (err) {
-            const cause = err instanceof WorkflowFailedError ? err.cause : undefined;
-            const state = cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed ? (cause.details?.[0] as TurnState | undefined) : undefined;
-            return ended('failed', state?.error?.message ?? cause?.message ?? 'The turn failed.');
-          }
-          return ended('failed', 'The turn failed.');
+        case 'FAILED': {
+          const state = end.cause instanceof ApplicationFailure && end.cause.type === Failure.TurnFailed ? (end.cause.details?.[0] as TurnState | undefined) : undefined;
+          return ended('failed', state?.error?.message ?? end.cause?.message ?? 'The turn failed.');
+        }
         default:
           // Terminated or timed out: the turn never said how it ended.
-          return ended('failed', `The turn was ${status.toLowerCase().replace('_', ' ')}.`);
+          return ended('failed', `The turn was ${end.status.toLowerCase().replace('_', ' ')}.`);
       }
     },
   };
@@ -96,20 +77,66 @@ async function signalIfOpen<T>(client: Pick<Client, 'workflow'>, workflowId: str
   }
 }
 
+/** How a closed workflow ended, as its close event says. */
+type ClosedTurn =
+  | { status: 'COMPLETED'; value: unknown }
+  | { status: 'FAILED' | 'CANCELLED' | 'TERMINATED' | 'TIMED_OUT'; cause?: Error };
+
+type TurnLook = { state: 'running' } | { state: 'missing' } | { state: 'closed'; end: ClosedTurn };
+
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * Where a turn stands, in one round trip: its close event (the result read) and a describe go out
+ * together. A closed turn is known from the close event, whichever answers first; the describe is
+ * there for a turn still running, whose result read would wait for its end: it is then called off.
+ */
+async function lookAt(client: Pick<Client, 'workflow' | 'withAbortSignal'>, turnId: string): Promise<TurnLook> {
+  const handle = client.workflow.getHandle(turnId);
+  const stopResult = new AbortController();
+  const stopDescribe = new AbortController();
+  const result: Promise<Settled> = client.withAbortSignal(stopResult.signal, () => handle.result()).then(
+    (value) => ({ ok: true, value }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+  const described: Promise<Settled> = client.withAbortSignal(stopDescribe.signal, () => handle.describe()).then(
+    (d) => ({ ok: true, value: d.status.name }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+  const first = await Promise.race([result.then((r) => ({ from: 'result' as const, r })), described.then((r) => ({ from: 'describe' as const, r }))]);
+  if (first.from === 'describe') {
+    const { r } = first;
+    const running = r.ok && r.value === 'RUNNING';
+    const missing = !r.ok && r.error instanceof WorkflowNotFoundError;
+    if (running || missing || !r.ok) {
+      stopResult.abort();
+      // A failed describe (Temporal unreachable) fails the look: the result read could wait for the turn's end.
+      if (!r.ok && !missing) throw r.error;
+      return { state: running ? 'running' : 'missing' };
+    }
+    // Closed: the close event says how.
+  } else {
+    stopDescribe.abort();
+  }
+  const r = await result;
+  if (r.ok) return { state: 'closed', end: { status: 'COMPLETED', value: r.value } };
+  if (r.error instanceof WorkflowNotFoundError) return { state: 'missing' };
+  if (!(r.error instanceof WorkflowFailedError)) throw r.error;
+  const cause = r.error.cause;
+  const status = cause instanceof CancelledFailure ? 'CANCELLED' : cause instanceof TerminatedFailure ? 'TERMINATED' : cause instanceof TimeoutFailure ? 'TIMED_OUT' : 'FAILED';
+  return { state: 'closed', end: { status, ...(cause ? { cause } : {}) } };
+}
+
 /**
  * The memory a closed turn of the chain ended with: a completed one's result carries the memory after
  * it, a failed one's failure the memory it began with; a cancelled one keeps no details (Temporal
  * drops them), and the turn before it holds the same memory.
  */
-async function closedTurnMemory(handle: WorkflowHandle, status: string): Promise<TurnMemory | 'legacy' | undefined> {
+function memoryOf(end: ClosedTurn): TurnMemory | 'legacy' | undefined {
   // A completed turn without a memory ran in a session workflow (decision 0016), as did all before it.
-  if (status === 'COMPLETED') return ((await handle.result()) as TurnResult).memory ?? 'legacy';
-  if (status !== 'FAILED') return undefined;
-  try {
-    await handle.result();
-  } catch (err) {
-    const cause = err instanceof WorkflowFailedError ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed) return (cause.details?.[0] as TurnResult | undefined)?.memory;
+  if (end.status === 'COMPLETED') return (end.value as TurnResult).memory ?? 'legacy';
+  if (end.status === 'FAILED' && end.cause instanceof ApplicationFailure && end.cause.type === Failure.TurnFailed) {
+    return (end.cause.details?.[0] as TurnResult | undefined)?.memory;
   }
   return undefined;
 }

@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     servers,
     {
       breaker: { failureThreshold: env.MCP_BREAKER_THRESHOLD, cooldownMs: env.MCP_BREAKER_COOLDOWN_MS },
-      cache: { ttlMs: env.RESOURCE_CACHE_TTL_MS, maxStaleMs: env.RESOURCE_MAX_STALE_MS },
+      cache: { ttlMs: env.RESOURCE_CACHE_TTL_MS, maxStaleMs: env.RESOURCE_MAX_STALE_MS, maxTtlMs: env.RESOURCE_CACHE_MAX_TTL_MS },
       logger,
     },
   );

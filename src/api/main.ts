@@ -91,6 +91,8 @@ async function main(): Promise<void> {
       catalogCacheMs: env.CATALOG_CACHE_MS,
       // Shared by the replicas on PostgreSQL; one replica alone keeps it in memory (rebuilt from Temporal at start).
       ...(pool ? { sessions: await postgresSessionIndex(pool) } : {}),
+      // A turn whose final event the workers pushed here is over: the next message of its session does not ask Temporal.
+      endSeen: (turnId) => liveHub.events.endOf(turnId),
     }),
     auth,
     workerReports,

@@ -139,6 +139,8 @@ const EnvSchema = z.object({
   MCP_BREAKER_THRESHOLD: positiveInt.default(5),
   MCP_BREAKER_COOLDOWN_MS: positiveInt.default(30_000),
   RESOURCE_CACHE_TTL_MS: z.coerce.number().int().nonnegative().default(30_000),
+  /** The longest a 2026-07-28 server's `ttlMs` keeps a resource read fresh (decision 0039); 0: the hints' lifetimes are not used. */
+  RESOURCE_CACHE_MAX_TTL_MS: z.coerce.number().int().nonnegative().default(300_000),
   RESOURCE_MAX_STALE_MS: z.coerce.number().int().nonnegative().default(3_600_000),
   ACTIVITY_HEARTBEAT_MS: positiveInt.default(5_000),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),

@@ -49,7 +49,7 @@ export interface LiveTextHub {
    */
   lastNotice(turnId: string): LiveChunk | undefined;
   /** The turn's pushed durable events (see ./turn-events.ts); read them in the block that subscribes, like snapshot(). */
-  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect' | 'justEnded'>;
+  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect' | 'justEnded' | 'endOf'>;
   /** Turns with a buffer. */
   size(): number;
   /** Listeners subscribed across all turns (open streams following live text). */
@@ -266,6 +266,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       read: (turnId, afterId) => store.read(turnId, afterId),
       streamView: (turnId, afterId) => store.streamView(turnId, afterId),
       justEnded: (owner, sessionId, withinMs) => store.justEnded(owner, sessionId, withinMs),
+      endOf: (turnId) => store.endOf(turnId),
       expect(turnId, turn, position) {
         if (closed) return;
         store.expect(turnId, turn, position);

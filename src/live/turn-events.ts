@@ -45,6 +45,11 @@ export interface TurnEventStore {
    * task runs; the session hears of it after that task completes).
    */
   justEnded(owner: { id: string; tenant: string }, sessionId: string, withinMs: number): string | undefined;
+  /**
+   * How a turn held here ended, once its final event came (`done`, `error`, `cancelled`): the turn is
+   * over then, though its workflow may close a moment later.
+   */
+  endOf(turnId: string): TurnEnding | undefined;
   /** Turns held. */
   size(): number;
   /** Drops expired turns now (the hub's sweeper calls it). */
@@ -76,11 +81,16 @@ interface Held {
   trimmed: boolean;
   chars: number;
   endedAt?: number;
+  /** What the final event said. */
+  end?: TurnEnding;
   touchedAt: number;
 }
 
 /** The status a turn's final event stands for: nothing follows these. */
-export const FINAL_EVENT_STATUS: Partial<Record<TurnEvent['type'], TurnStatus>> = { done: 'completed', error: 'failed', cancelled: 'cancelled' };
+/** How a turn ended, by its final event. */
+export type TurnEnding = Extract<TurnStatus, 'completed' | 'failed' | 'cancelled'>;
+
+export const FINAL_EVENT_STATUS: Partial<Record<TurnEvent['type'], TurnEnding>> = { done: 'completed', error: 'failed', cancelled: 'cancelled' };
 
 export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStore {
   const maxEventsPerTurn = opts.maxEventsPerTurn ?? 1_000;
@@ -146,7 +156,11 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
         h.events.set(id, c.event);
         h.chars += size;
         chars += size;
-        if (FINAL_EVENT_STATUS[c.event.type]) h.endedAt = t;
+        const end = FINAL_EVENT_STATUS[c.event.type];
+        if (end) {
+          h.endedAt = t;
+          h.end = end;
+        }
         if (h.events.size > maxEventsPerTurn) {
           const oldest = Math.min(...h.events.keys());
           const gone = h.events.get(oldest);
@@ -215,6 +229,8 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
       const h = turnId ? live(turnId) : undefined;
       return h?.endedAt !== undefined && opts.now() - h.endedAt < withinMs ? turnId : undefined;
     },
+
+    endOf: (turnId) => live(turnId)?.end,
 
     size: () => turns.size,
 

@@ -6,6 +6,7 @@
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { buildToolIndex } from '../shared/tool-names';
 import type { Catalog, CatalogTool, ServerStatus } from '../shared/tool-types';
+import { cacheHintOf, combineHints, type CacheHint } from './cache-hints';
 import type { McpSession } from './session';
 
 /** One server's listing as the pool found it (no tools when it is disabled or unavailable). */
@@ -47,25 +48,33 @@ export function buildCatalog(listings: readonly ServerListing[]): Catalog {
 
 /**
  * Every page of `tools/list` within `listMs` in all. A server without the tools capability (resources
- * or prompts only) simply has none. `truncated` is set when the server kept paging past the limit.
+ * or prompts only) simply has none. `truncated` is set when the server kept paging past the limit;
+ * `cache` is the pages' caching hint as one, where the revision has them (cache-hints.ts).
  */
-export async function listAllTools(session: Pick<McpSession, 'listTools' | 'serverCapabilities'>, listMs: number): Promise<{ tools: Tool[]; truncated: boolean }> {
+export async function listAllTools(
+  session: Pick<McpSession, 'listTools' | 'serverCapabilities' | 'protocolVersion'>,
+  listMs: number,
+): Promise<{ tools: Tool[]; truncated: boolean; cache?: CacheHint }> {
   if (!session.serverCapabilities()?.tools) return { tools: [], truncated: false };
   const deadline = Date.now() + listMs;
   const tools: Tool[] = [];
   const seenCursors = new Set<string>();
   let cursor: string | undefined;
+  let cache: CacheHint | undefined;
+  const withHint = (truncated: boolean) => ({ tools, truncated, ...(cache ? { cache } : {}) });
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new McpError(ErrorCode.RequestTimeout, `listing tools took longer than ${listMs} ms`);
     const result = await session.listTools(cursor, { timeout: remaining });
     tools.push(...result.tools);
+    const hint = cacheHintOf(result, session.protocolVersion?.());
+    cache = page === 0 ? hint : combineHints(cache, hint);
     cursor = result.nextCursor;
     // A repeated cursor would loop forever; treat it as the end.
-    if (cursor === undefined || seenCursors.has(cursor)) return { tools, truncated: false };
+    if (cursor === undefined || seenCursors.has(cursor)) return withHint(false);
     seenCursors.add(cursor);
   }
-  return { tools, truncated: true };
+  return withHint(true);
 }
 
 function pickAnnotations(tool: Tool): CatalogTool['annotations'] {

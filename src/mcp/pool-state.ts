@@ -58,6 +58,8 @@ export interface Connection {
   toolsGeneration?: number;
   /** Tool listing for this connection; dropped on `tools/list_changed` and never kept on failure. */
   tools?: Promise<Tool[]>;
+  /** When the listing goes stale by the server's caching hint (a positive `ttlMs`); absent: held until `tools/list_changed`. */
+  toolsExpireAt?: number;
   closing?: Promise<void>;
 }
 

@@ -24,6 +24,7 @@ import type { McpContextSource } from './context-source';
 import { McpPermanentError, describeCause, safeReason } from './failures';
 import { authFetchFor, isPerUser, type OAuthSupport } from './oauth';
 import { noop, type HubLogger, type Slot } from './pool-state';
+import type { HintedRead } from './resource-cache';
 import { getPrompt, listResources, readResource, type ContextRequestOptions, type ListedResourceEntry, type ResourceContext } from './resources';
 import { inspect, type ListingContext } from './server-listing';
 import type { ElicitationHandler, SamplingHandler } from './server-requests';
@@ -136,6 +137,11 @@ export class McpServerHub implements McpHub, McpContextSource {
   }
 
   async readResource(server: string, uri: string, opts: ContextRequestOptions = {}): Promise<string> {
+    return (await this.readResourceHinted(server, uri, opts)).text;
+  }
+
+  /** The read with the server's caching hint (MCP 2026-07-28), for the resilient hub's cache. */
+  async readResourceHinted(server: string, uri: string, opts: ContextRequestOptions = {}): Promise<HintedRead> {
     return await readResource(this.context, this.usableSlot(server), uri, opts);
   }
 

@@ -4,12 +4,15 @@ import type { McpServerConfig } from './config';
 import type { McpContextSource } from './context-source';
 import type { ListedResourceEntry } from './resources';
 import { isMcpFailure, McpTransientError, saysServerUnwell } from './failures';
+import { ResourceCache, perCallerAuthorization, type HintedRead, type ResourceCacheOptions } from './resource-cache';
+import { callerContext } from './user-token';
 import type { CallToolRequest, McpHub } from './types';
 
 /**
  * Seed 000 §9.6–9.7 and seed 004's circuit breaker, in the worker's MCP layer: a server that keeps
  * failing is left alone for a cool-down (calls fail fast, retries back off in Temporal), and resources
- * are cached with a TTL, with the last known value kept as a fallback while a server is down.
+ * are cached with a TTL (or a 2026-07-28 server's caching hint: resource-cache.ts), with the last known
+ * value kept as a fallback while a server is down.
  */
 
 export interface BreakerOptions {
@@ -89,29 +92,20 @@ export class CircuitBreaker {
   }
 }
 
-export interface ResourceCacheOptions {
-  /** A cached resource younger than this is served without asking the server. */
-  ttlMs: number;
-  /** While a server is down, a cached value up to this old is served, marked as last known. */
-  maxStaleMs: number;
-}
-
-interface CachedResource {
-  text: string;
-  at: number;
-}
+export type { ResourceCacheOptions } from './resource-cache';
 
 const isTransient = (err: unknown) => isMcpFailure(err, 'transient');
 
 export class ResilientHub implements McpHub, McpContextSource {
   readonly breaker: CircuitBreaker;
-  private readonly cache = new Map<string, CachedResource>();
+  private readonly resources: ResourceCache;
 
   constructor(
     private readonly inner: McpHub & McpContextSource,
     private readonly opts: { breaker: BreakerOptions; cache: ResourceCacheOptions; logger?: Logger; now?: () => number },
   ) {
     this.breaker = new CircuitBreaker(opts.breaker, opts.now);
+    this.resources = new ResourceCache(opts.cache, () => this.now());
   }
 
   private now(): number {
@@ -172,14 +166,12 @@ export class ResilientHub implements McpHub, McpContextSource {
 
   /** Drops the server's cached resources (after a successful call, or when its config changed). */
   invalidate(server: string): void {
-    const prefix = `${server}\u0000`;
-    for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
+    this.resources.dropServer(server);
   }
 
   /** Drops the cached reads of one resource (the server said it changed). */
   invalidateResource(server: string, uri: string): void {
-    const prefix = `${server}\u0000${uri}\u0000`;
-    for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
+    this.resources.dropResource(server, uri);
   }
 
   async listResources(server: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<ListedResourceEntry[]> {
@@ -189,22 +181,28 @@ export class ResilientHub implements McpHub, McpContextSource {
   }
 
   async readResource(server: string, uri: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<string> {
-    // What a resource says depends on who asks (tenant, user): cache per caller, never across them.
-    const key = `${server}\u0000${uri}\u0000${JSON.stringify(opts?.meta ?? null)}`;
-    const cached = this.cache.get(key);
-    const age = cached ? this.now() - cached.at : Infinity;
-    if (cached && age < this.opts.cache.ttlMs) return cached.text;
+    // What a resource says depends on who asks (tenant, user): cached per caller, shared only when
+    // the server says it is the same for everyone (`cacheScope: public`, decision 0039).
+    const caller = JSON.stringify({ principal: callerContext.getStore()?.principal ?? null, meta: opts?.meta ?? null });
+    const cached = this.resources.find(server, uri, caller);
+    if (cached?.fresh) return cached.text;
     try {
-      const text = await this.guarded(server, () => this.inner.readResource(server, uri, opts));
-      this.cache.set(key, { text, at: this.now() });
-      return text;
+      const read = await this.guarded(server, () => this.readInner(server, uri, opts));
+      this.resources.put(server, uri, caller, read, !perCallerAuthorization(this.serverConfig(server)));
+      return read.text;
     } catch (err) {
-      if (cached && isTransient(err) && age < this.opts.cache.maxStaleMs) {
+      if (cached && isTransient(err) && cached.age < this.opts.cache.maxStaleMs) {
         const asOf = new Date(cached.at).toISOString();
         return `${cached.text}\n[last known data from ${asOf}: server ${server} is unavailable now]`;
       }
       throw err;
     }
+  }
+
+  /** The inner source's read with its caching hint, where it gives one. */
+  private async readInner(server: string, uri: string, opts?: { signal?: AbortSignal; meta?: Record<string, unknown> }): Promise<HintedRead> {
+    if (this.inner.readResourceHinted) return await this.inner.readResourceHinted(server, uri, opts);
+    return { text: await this.inner.readResource(server, uri, opts) };
   }
 
   async getPrompt(

@@ -3,11 +3,13 @@
  * hears when they change) and prompts, rendered as text for the LLM.
  */
 import { inMcpSpan } from '../telemetry/mcp-spans';
+import { cacheHintOf } from './cache-hints';
 import { mcpOperation } from './operation';
 import type { Connections } from './connections';
 import { RefusedError, type Connection, type Slot } from './pool-state';
 import { McpPermanentError, describeCause, safeReason } from './failures';
 import { renderContent, renderResourceContents } from './render';
+import type { HintedRead } from './resource-cache';
 
 export interface ContextRequestOptions {
   signal?: AbortSignal;
@@ -24,7 +26,8 @@ export interface ResourceContext {
 const metaParam = (meta: Record<string, unknown> | undefined, trace: Record<string, string>): { _meta?: Record<string, unknown> } =>
   meta || Object.keys(trace).length ? { _meta: { ...meta, ...trace } } : {};
 
-export async function readResource(ctx: ResourceContext, slot: Slot, uri: string, opts: ContextRequestOptions): Promise<string> {
+/** The resource as text, with the server's caching hint where its revision has them (MCP 2026-07-28). */
+export async function readResource(ctx: ResourceContext, slot: Slot, uri: string, opts: ContextRequestOptions): Promise<HintedRead> {
   const timeout = slot.cfg.timeouts.callMs;
   return await permanentOnRefusal(
     slot,
@@ -35,7 +38,9 @@ export async function readResource(ctx: ResourceContext, slot: Slot, uri: string
         conn.session.readResource({ uri, ...metaParam(opts.meta, trace) }, { ...(opts.signal ? { signal: opts.signal } : {}), timeout }),
       );
       subscribe(ctx, slot, conn, uri);
-      return result.contents.map((c) => renderResourceContents(c)).join('\n');
+      const text = result.contents.map((c) => renderResourceContents(c)).join('\n');
+      const cache = cacheHintOf(result, conn.session.protocolVersion?.());
+      return { text, ...(cache ? { cache } : {}) };
     }),
   );
 }

@@ -1,20 +1,25 @@
 /**
  * One server's listing for the catalog and the status report (catalog.ts builds the catalog from
- * them): its tools, cached per connection until the server says they changed, and its state.
+ * them): its tools, cached per connection until the server says they changed (or its caching hint
+ * says they are stale: decision 0039), and its state.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { speaksHints, type CacheHint } from './cache-hints';
 import { listAllTools, type ServerListing } from './catalog';
 import { PROBE_TIMEOUT_MS, type Connections } from './connections';
 import { RefusedError, type Connection, type HubLogger, type Slot } from './pool-state';
 import { McpFailure, describeCause, safeReason } from './failures';
 import { AuthorizationRequiredError } from './oauth';
 import type { TransportKind } from './transports';
+import { callerContext } from './user-token';
 
 export interface ListingContext {
   connections: Connections;
   /** The slot the listing uses (a per-user server's: the caller's). */
   slotFor(base: Slot): Slot;
   transportOf(slot: Slot): TransportKind;
+  /** The clock a listing's `ttlMs` is measured on (default Date.now). */
+  now?: () => number;
 }
 
 /** The server's tools and state; a failure is reported in the status, never thrown. */
@@ -30,8 +35,9 @@ export async function inspect(ctx: ListingContext, base: Slot): Promise<ServerLi
       // A cached tool list says nothing about an HTTP server that went away since: ping it, so a
       // dead server is reported unavailable before the model plans around its tools. (A stdio
       // child's death closes its transport, which drops the connection already.)
-      if (conn.tools && conn.kind !== 'stdio') await conn.session.ping(Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS));
-      return await listTools(ctx.connections.logger, slot, conn);
+      // (A listing past its `ttlMs` is listed again instead, which says as much.)
+      if (heldTools(conn, ctx.now) && conn.kind !== 'stdio') await conn.session.ping(Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS));
+      return await listTools(ctx.connections.logger, slot, conn, ctx.now);
     });
     return { server, tools, status: { server, transport: ctx.transportOf(slot), state: 'connected', toolCount: tools.length } };
   } catch (error) {
@@ -52,15 +58,37 @@ export async function inspect(ctx: ListingContext, base: Slot): Promise<ServerLi
   }
 }
 
-/** The connection's tool listing: cached until `tools/list_changed`, never kept when it failed. */
-export function listTools(logger: HubLogger, slot: Slot, conn: Connection): Promise<Tool[]> {
-  if (conn.tools) return conn.tools;
+/** Whether the request being made now carries the caller's own token to this server (`forwardUserToken`). */
+function callersOwnToken(slot: Slot): boolean {
+  return slot.cfg.kind === 'http' && slot.cfg.forwardUserToken && callerContext.getStore()?.token !== undefined;
+}
+
+/** The connection's listing while it is fresh; one past its `ttlMs` is dropped. */
+function heldTools(conn: Connection, now: () => number = Date.now): Promise<Tool[]> | undefined {
+  if (conn.tools && conn.toolsExpireAt !== undefined && now() >= conn.toolsExpireAt) conn.tools = undefined;
+  return conn.tools;
+}
+
+/**
+ * The connection's tool listing: cached until `tools/list_changed` (and, when the server's caching
+ * hint gives it a positive `ttlMs`, no longer than that: decision 0039), never kept when it failed. A
+ * listing a 2026-07-28 server made for the caller's own forwarded token is that caller's: it is not
+ * kept on the shared connection, nor shared while under way.
+ */
+export function listTools(logger: HubLogger, slot: Slot, conn: Connection, now: () => number = Date.now): Promise<Tool[]> {
+  const held = heldTools(conn, now);
+  if (held) return held;
+  if (callersOwnToken(slot) && speaksHints(conn.session.protocolVersion?.())) return fetchAllTools(logger, slot, conn).then((l) => l.tools);
   const generation = conn.toolsGeneration ?? 0;
-  const listing = fetchAllTools(logger, slot, conn);
+  const fetched = fetchAllTools(logger, slot, conn);
+  const listing = fetched.then((l) => l.tools);
   conn.tools = listing;
-  listing.then(
-    () => {
-      if (conn.tools === listing && (conn.toolsGeneration ?? 0) !== generation) conn.tools = undefined;
+  conn.toolsExpireAt = undefined;
+  fetched.then(
+    ({ cache }) => {
+      if (conn.tools !== listing) return;
+      if ((conn.toolsGeneration ?? 0) !== generation) conn.tools = undefined;
+      else if (cache && cache.ttlMs > 0) conn.toolsExpireAt = now() + cache.ttlMs;
     },
     () => {
       if (conn.tools === listing) conn.tools = undefined;
@@ -69,8 +97,8 @@ export function listTools(logger: HubLogger, slot: Slot, conn: Connection): Prom
   return listing;
 }
 
-async function fetchAllTools(logger: HubLogger, slot: Slot, conn: Connection): Promise<Tool[]> {
-  const { tools, truncated } = await listAllTools(conn.session, slot.cfg.timeouts.listMs);
+async function fetchAllTools(logger: HubLogger, slot: Slot, conn: Connection): Promise<{ tools: Tool[]; cache?: CacheHint }> {
+  const { tools, truncated, cache } = await listAllTools(conn.session, slot.cfg.timeouts.listMs);
   if (truncated) logger.warn({ server: slot.cfg.name }, 'tool listing truncated: too many pages');
-  return tools;
+  return { tools, ...(cache ? { cache } : {}) };
 }

@@ -121,6 +121,11 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
   }
 
   const manual = { allowInputRequired: true } as const;
+  /**
+   * The host keeps its own caches, per caller (decision 0039): the client's, keyed by neither caller
+   * nor `_meta`, must never answer. Listings refresh it (callTool reads tool definitions from it).
+   */
+  const hostCaches = { list: { cacheMode: 'refresh' }, read: { cacheMode: 'bypass' } } as const;
   const retryParams = (retry: InputRetry | undefined): Record<string, unknown> => retry ?? {};
 
   /** Tool-list changes come on a `subscriptions/listen` stream in this revision: opened once, in the background. */
@@ -165,20 +170,20 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
 
     async listTools(cursor, limits) {
       try {
-        return (await client.listTools(cursor !== undefined ? { cursor } : undefined, limits)) as unknown as ListToolsResult;
+        return (await client.listTools(cursor !== undefined ? { cursor } : undefined, { ...limits, ...hostCaches.list })) as unknown as ListToolsResult;
       } catch (error) {
         throw toPoolError(error, limits.timeout);
       }
     },
     async listResources(params, limits) {
       try {
-        return (await client.listResources(params as Parameters<Client['listResources']>[0], limits)) as unknown as ListResourcesResult;
+        return (await client.listResources(params as Parameters<Client['listResources']>[0], { ...limits, ...hostCaches.read })) as unknown as ListResourcesResult;
       } catch (error) {
         throw toPoolError(error, limits.timeout);
       }
     },
     readResource: (params, limits) =>
-      withInput<ReadResourceResult>(limits, (retry) => client.readResource({ ...params, ...retryParams(retry) } as Parameters<Client['readResource']>[0], { ...limits, ...manual })),
+      withInput<ReadResourceResult>(limits, (retry) => client.readResource({ ...params, ...retryParams(retry) } as Parameters<Client['readResource']>[0], { ...limits, ...manual, ...hostCaches.read })),
     getPrompt: (params, limits) =>
       withInput<GetPromptResult>(limits, (retry) => client.getPrompt({ ...params, ...retryParams(retry) } as Parameters<Client['getPrompt']>[0], { ...limits, ...manual })),
 

@@ -1,7 +1,8 @@
 /**
  * A small MCP 2026-07-28 server on the v2 server package, for tests of the host's client on that
  * revision (decision 0024): a plain tool, a tool that asks the user through `input_required` before it
- * acts (and acts once per idempotency key), and a resource. Served over Streamable HTTP in the test's
+ * acts (and acts once per idempotency key), a resource, and two resources with caching hints (one
+ * per user, `private`; one for everyone, `public`). Served over Streamable HTTP in the test's
  * own process (`startModernServer`), or over stdio as a child (`node dist/tests/helpers/modern-server.js --stdio`).
  *
  * It records the revision each request came on (`eras`), so a test can tell a 2026 client from a 2025 one.
@@ -12,10 +13,14 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { McpServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
-import { IDEMPOTENCY_KEY_META_KEY } from '../../src/shared/meta';
+import { IDEMPOTENCY_KEY_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
 
 export const MENU_URI = 'menu://today';
 export const MENU_TEXT = "Today's menu: lentil soup, apple pie.";
+/** A resource per user, with a caching hint `private` for a minute; and one the same for everyone, `public`. */
+export const ACCOUNT_URI = 'account://mine';
+export const NOTICE_URI = 'notice://today';
+export const CACHE_HINT_TTL_MS = 60_000;
 const SIZE_KEY = 'size';
 
 export interface ModernServerState {
@@ -29,6 +34,9 @@ export interface ModernServerState {
   brews: Map<string, string>;
   brewCalls: number;
   brewMs: number;
+  /** Reads of the two hinted resources that reached the server. */
+  accountReads: number;
+  noticeReads: number;
 }
 
 export function createModernServer(state: ModernServerState, era = 'modern'): McpServer {
@@ -90,10 +98,19 @@ export function createModernServer(state: ModernServerState, era = 'modern'): Mc
     state.eras.push(`${era}:resources/read`);
     return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: MENU_TEXT }] };
   });
+  server.registerResource('account', ACCOUNT_URI, { title: 'My account', mimeType: 'text/plain', cacheHint: { ttlMs: CACHE_HINT_TTL_MS, cacheScope: 'private' } }, async (uri, ctx) => {
+    state.accountReads += 1;
+    const user = (ctx.mcpReq._meta as Record<string, { id?: string } | undefined> | undefined)?.[USER_CONTEXT_META_KEY]?.id ?? 'nobody';
+    return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: `Account of ${user} (read ${state.accountReads}).` }] };
+  });
+  server.registerResource('notice', NOTICE_URI, { title: 'Notice', mimeType: 'text/plain', cacheHint: { ttlMs: CACHE_HINT_TTL_MS, cacheScope: 'public' } }, async (uri) => {
+    state.noticeReads += 1;
+    return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: `The kitchen closes at nine (read ${state.noticeReads}).` }] };
+  });
   return server;
 }
 
-export const newModernState = (): ModernServerState => ({ eras: [], orders: new Map(), orderCalls: 0, brews: new Map(), brewCalls: 0, brewMs: 0 });
+export const newModernState = (): ModernServerState => ({ eras: [], orders: new Map(), orderCalls: 0, brews: new Map(), brewCalls: 0, brewMs: 0, accountReads: 0, noticeReads: 0 });
 
 /** Serves the test server over Streamable HTTP on a free loopback port. */
 export async function startModernServer(state: ModernServerState = newModernState(), port = 0): Promise<{ url: string; state: ModernServerState; close(): Promise<void> }> {

@@ -116,3 +116,16 @@ test("justEnded names the owner's latest turn of a session for a moment after it
   hub.events.expect('turn-s-2', turn);
   expect(hub.events.justEnded(owner, 's', 60_000)).toBeUndefined();
 });
+
+test('endOf says how a held turn ended once its final event came, and nothing before', () => {
+  const { hub } = setup();
+  hub.events.expect(T, turn);
+  hub.ingest([ev(1)]);
+  expect(hub.events.endOf(T)).toBeUndefined();
+  hub.ingest([ev(2, 'error')]);
+  expect(hub.events.endOf(T)).toBe('failed');
+  expect(hub.events.endOf('turn-s-unknown')).toBeUndefined();
+  hub.events.expect('turn-s-3', turn);
+  hub.ingest([{ ...ev(1), turnId: 'turn-s-3' }, { ...ev(2, 'done'), turnId: 'turn-s-3' }]);
+  expect(hub.events.endOf('turn-s-3')).toBe('completed');
+});

@@ -14,7 +14,7 @@ import { CHAIN_DEPTH, type SessionView, type TranscriptMessage } from '../../sha
 import type { DirectToolCall, TurnInput, TurnState } from '../../shared/turn';
 import type { UserContext } from '../../shared/user';
 import { SessionIdKey, sessionStateQuery, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
-import { type ChainLink, type Owner, SessionDeleted, type SessionIndex } from '../sessions/index-store';
+import { type ChainLink, type LinkEnd, type Owner, SessionDeleted, type SessionIndex } from '../sessions/index-store';
 import { END_OF } from './session-index';
 
 export interface ChainOptions {
@@ -27,6 +27,8 @@ export interface ChainOptions {
   getTurn(turnId: string, afterEventId?: number, opts?: { likelyRunning?: boolean }): Promise<TurnState | null>;
   /** The id of a session's workflow of the protocol before (decision 0016). */
   legacyWorkflowId(owner: Owner, sessionId: string): string;
+  /** How a turn ended, when the API already heard it (the final event the live hub holds): no describe then. */
+  endSeen?(turnId: string): LinkEnd | undefined;
 }
 
 export type ChainSubmitOutcome = { kind: 'accepted'; created: boolean; position: number; waitingOn: string[] } | { kind: 'busy' } | { kind: 'deleted' };
@@ -53,6 +55,11 @@ export function createChain(opts: ChainOptions) {
     const open = await Promise.all(
       links.map(async (l) => {
         if (l.ended) return false;
+        const seen = opts.endSeen?.(l.turnId);
+        if (seen) {
+          await index.ended(owner, sessionId, l.turnId, seen);
+          return false;
+        }
         let status: string;
         try {
           status = (await client.workflow.getHandle(l.turnId).describe()).status.name;

@@ -9,7 +9,7 @@ import { Failure, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
 import type { SessionView } from '../../shared/session';
-import type { SessionEntry, SessionIndex } from '../sessions/index-store';
+import type { LinkEnd, SessionEntry, SessionIndex } from '../sessions/index-store';
 import { rebuiltSessionIndex } from './session-index';
 import { createCatalogReader } from './catalog';
 import { createChain, legacySessionWorkflowId } from './chain';
@@ -105,6 +105,8 @@ export interface GatewayOptions {
   catalogTimeoutMs?: number;
   /** The session index (decision 0033); default: in memory, rebuilt from Temporal's visibility (one replica). */
   sessions?: SessionIndex;
+  /** How a turn ended, when this API heard its final event (the live hub): a submission behind it then reads nothing of it from Temporal. */
+  endSeen?(turnId: string): LinkEnd | undefined;
 }
 
 const summaryOf = (s: SessionEntry): SessionSummary => ({
@@ -174,6 +176,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
     getTurn: (...args) => gateway.getTurn(...args),
     legacyWorkflowId: legacySessionWorkflowId(ownerKey),
+    ...(opts.endSeen ? { endSeen: opts.endSeen } : {}),
   });
 
   const gateway: TurnGateway & { reads(): TurnReads } = {

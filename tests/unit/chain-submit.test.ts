@@ -1,0 +1,58 @@
+import type { Client } from '@temporalio/client';
+import { createTemporalGateway } from '../../src/api/gateway';
+import { type LinkEnd, memorySessionIndex } from '../../src/api/sessions/index-store';
+import type { SessionSettings } from '../../src/shared/session';
+import type { TurnOptions } from '../../src/shared/turn';
+
+const user = { id: 'ada', role: 'teacher', tenant: 'demo', scopes: [] };
+const owner = { id: user.id, tenant: user.tenant };
+const sessionSettings: SessionSettings = { history: { maxTokenCount: 800, summarizationThreshold: 600, retainNewestMessages: 2 }, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 };
+
+/** A gateway over a Temporal that counts describes (every turn in it still runs) and records starts. */
+async function setup(endSeen?: (turnId: string) => LinkEnd | undefined) {
+  const index = memorySessionIndex();
+  await index.append(owner, 's', 'turn-s-a', new Date().toISOString(), 8);
+  const described: string[] = [];
+  const started: Array<{ workflowId: string; args: Array<{ chain?: { after: string[] } }> }> = [];
+  const client = {
+    workflow: {
+      getHandle: (id: string) => ({
+        describe: async () => {
+          described.push(id);
+          return { status: { name: 'RUNNING' } };
+        },
+      }),
+      start: async (_type: string, options: (typeof started)[number]) => {
+        started.push(options);
+      },
+    },
+  } as unknown as Client;
+  const gateway = createTemporalGateway({
+    client,
+    taskQueue: 'q',
+    settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: {} as TurnOptions, contextByRole: {}, sessionSettings }),
+    catalogCacheMs: 0,
+    sessions: index,
+    ...(endSeen ? { endSeen } : {}),
+  });
+  return { gateway, index, described, started };
+}
+
+test('a message behind a turn whose end the API heard reads nothing of that turn from Temporal, and the index keeps the end', async () => {
+  const { gateway, index, described, started } = await setup((turnId) => (turnId === 'turn-s-a' ? 'completed' : undefined));
+  const outcome = await gateway.submitMessage({ turnId: 'turn-s-b', sessionId: 's', text: 'hi', user });
+  expect(outcome).toEqual({ kind: 'accepted', created: true, position: 0, waitingOn: [] });
+  expect(described).toEqual([]);
+  expect(started.map((s) => [s.workflowId, s.args[0]?.chain?.after])).toEqual([['turn-s-b', ['turn-s-a']]]);
+  expect((await index.links(owner, 's', 10)).map((l) => [l.turnId, l.ended])).toEqual([
+    ['turn-s-a', 'completed'],
+    ['turn-s-b', undefined],
+  ]);
+});
+
+test('without a heard end the turn before is described, and a running one is waited on', async () => {
+  const { gateway, described } = await setup(() => undefined);
+  const outcome = await gateway.submitMessage({ turnId: 'turn-s-b', sessionId: 's', text: 'hi', user });
+  expect(outcome).toEqual({ kind: 'accepted', created: true, position: 1, waitingOn: ['turn-s-a'] });
+  expect(described).toEqual(['turn-s-a']);
+});
