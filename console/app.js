@@ -1,8 +1,8 @@
 // The console: a browser client of the public API only (the same routes as any frontend), built with
 // Preact hooks and htm tagged templates, no build step. Tabs: chat (the session in the URL, the
-// caller's sessions, live text, tool-call cards, inline approvals and questions, answers as Markdown,
+// caller's sessions to open, rename or delete, live text, tool-call cards, inline approvals and questions, answers as Markdown,
 // each turn's trace and a link to it in the Temporal UI), approvals inbox, servers, tools (with a form
-// to run one through a turn). One module per job: lib.js, chat.js, turn.js, question.js,
+// to run one through a turn). One module per job: lib.js, chat.js, sessions.js, turn.js, question.js,
 // schema-form.js, markdown.js, pages.js, tools.js.
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';

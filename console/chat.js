@@ -4,6 +4,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { html, timeOf } from './lib.js';
 import { Markdown } from './markdown.js';
+import { Sessions } from './sessions.js';
 import { followTurn, newTurn, Turn } from './turn.js';
 
 const SESSION_ID = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -21,6 +22,7 @@ const newSessionId = () => `s-${Date.now().toString(36)}-${Math.random().toStrin
 export function useChat(api, token) {
   const [session, setSessionState] = useState(() => sessionInUrl() ?? newSessionId());
   const [transcript, setTranscript] = useState([]);
+  const [title, setTitle] = useState(null);
   const [turns, setTurns] = useState([]);
   const followed = useRef(new Map());
   const current = useRef(session);
@@ -55,6 +57,7 @@ export function useChat(api, token) {
     }
     if (current.current !== id) return;
     setTranscript(view.messages);
+    setTitle(view.title ?? null);
     for (const turnId of [view.activeTurnId, ...view.queuedTurnIds].filter(Boolean)) {
       const asked = view.messages.find((m) => m.turnId === turnId && m.role === 'user');
       follow(turnId, asked?.content ?? '');
@@ -67,6 +70,7 @@ export function useChat(api, token) {
     stopAll();
     setTurns([]);
     setTranscript([]);
+    setTitle(null);
     if (!token) return undefined;
     refresh().catch(() => undefined);
     // Read often while the tab is shown, seldom while hidden; a tab shown again reads at once
@@ -108,7 +112,8 @@ export function useChat(api, token) {
     },
     [api, follow],
   );
-  return { session, setSession, newSession: () => setSession(newSessionId()), transcript, turns, start };
+  const reload = () => refresh().catch(() => undefined);
+  return { session, title, setSession, newSession: () => setSession(newSessionId()), reload, transcript, turns, start };
 }
 
 /**
@@ -136,37 +141,6 @@ function Message({ m }) {
     <div class="role">${m.role === 'user' ? 'you' : 'assistant'} <span class="muted">${timeOf(m.at)}${m.status !== 'completed' && m.role === 'assistant' ? ` · ${m.status}` : ''}</span></div>
     ${m.role === 'user' ? html`<div class="text">${m.content}</div>` : html`<${Markdown} className="answer" text=${m.content} />`}
   </div>`;
-}
-
-/** The caller's sessions, newest first, each with its last message: click to open one. */
-function Sessions({ api, chat }) {
-  const [list, setList] = useState(null);
-  const [more, setMore] = useState(null);
-  const load = useCallback(
-    (cursor) =>
-      api('GET', `/v1/sessions?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`).then(
-        (page) => (setList((l) => (cursor ? [...(l ?? []), ...page.sessions] : page.sessions)), setMore(page.nextCursor ?? null)),
-        () => undefined,
-      ),
-    [api],
-  );
-  useEffect(() => {
-    load();
-    const timer = setInterval(() => document.visibilityState === 'visible' && load(), 10_000);
-    return () => clearInterval(timer);
-  }, [load, chat.session, chat.turns.length]);
-  const here = list?.some((s) => s.sessionId === chat.session);
-  return html`<aside class="sessions">
-    <button class="primary" id="new-session" onClick=${chat.newSession}>New session</button>
-    ${!here && html`<div class="session current" data-session=${chat.session}><strong>${chat.session}</strong><div class="muted">new</div></div>`}
-    ${(list ?? []).map(
-      (s) => html`<button class=${`session${s.sessionId === chat.session ? ' current' : ''}`} data-session=${s.sessionId} onClick=${() => chat.setSession(s.sessionId)}>
-        <strong>${s.sessionId}</strong>
-        ${s.lastMessage ? html`<div class="preview">${s.lastMessage.preview}</div><div class="muted">${new Date(s.lastMessage.at).toLocaleString()}</div>` : html`<div class="muted">started ${new Date(s.startedAt).toLocaleString()}</div>`}
-      </button>`,
-    )}
-    ${more && html`<button class="plain" onClick=${() => load(more)}>More…</button>`}
-  </aside>`;
 }
 
 /** What the model answers (GET /v1/suggestions: the demo model's examples, none for a real model), offered in an empty chat. */
@@ -200,7 +174,7 @@ export function Chat({ api, config, chat }) {
   return html`<div class="chat-layout">
     <${Sessions} api=${api} chat=${chat} />
     <main>
-      <div class="row muted">Session <code id="session">${chat.session}</code></div>
+      <div class="row muted">${chat.title && html`<strong id="session-title">${chat.title}</strong>`} Session <code id="session">${chat.session}</code></div>
       ${entries.length === 0 && html`<${Suggestions} api=${api} onPick=${send} />`}
       ${entries.map((e) =>
         e.turn ? html`<${Turn} key=${e.key} turn=${e.turn} api=${api} config=${config} />` : html`<${Message} key=${e.key} m=${e.message} />`,

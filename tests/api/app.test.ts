@@ -10,6 +10,7 @@ import type { LiveChunk } from '../../src/live/chunk';
 import { createLiveTextHub } from '../../src/live/hub';
 import { parseSseBlock, type SseEvent, sseEvents } from '../../src/shared/sse';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
+import { noSessionEdits } from '../helpers/no-session-edits';
 import type { ApprovalOutcome, SessionCursor, TurnGateway } from '../../src/api/gateway';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
@@ -89,6 +90,7 @@ function fakeGateway(): TurnGateway & {
       const last = sessions.at(-1);
       return all.length > limit && last ? { sessions, next: { lastAt: last.lastAt, sessionId: last.sessionId } } : { sessions };
     },
+    ...noSessionEdits,
     async listTurns() {
       return [];
     },

@@ -11,6 +11,7 @@ import { createLiveTextHub, type LiveTextHub } from '../../src/live/hub';
 import type { Catalog } from '../../src/shared/tool-types';
 import type { TurnEvent, TurnState } from '../../src/shared/turn';
 import { connectWs, turnEnded, type WsClient } from '../helpers/ws';
+import { noSessionEdits } from '../helpers/no-session-edits';
 import type { SessionView, TranscriptMessage } from '../../src/shared/session';
 import type { UserContext } from '../../src/shared/user';
 
@@ -116,6 +117,7 @@ function fakeGateway(stepMs = 10) {
     async listSessions() {
       return { sessions: [] };
     },
+    ...noSessionEdits,
     async listTurns() {
       return [];
     },

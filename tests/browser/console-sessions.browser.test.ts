@@ -10,7 +10,7 @@ import { ROOT, startSystem, type TestSystem } from '../helpers/system';
  * same session sees the first one's turn, decides its approval (with its deadline counting down, then
  * who decided and when) and sends a turn the first tab sees; every field kind of server-everything's
  * elicitation form, checked while typing; answers as sanitized Markdown (a script in them never runs);
- * the sessions list. `CONSOLE_SCREENSHOTS=<dir>` saves the views there.
+ * the sessions list, where a session is renamed and deleted. `CONSOLE_SCREENSHOTS=<dir>` saves the views there.
  */
 let sys: TestSystem;
 let browser: Browser;
@@ -261,3 +261,47 @@ test("a tool's JSON result shows folded and pretty on its card; an enum argument
   await page.close();
 });
 
+
+test('a session renamed in the list shows its title instead of its id; deleted, it leaves the list for good and the open chat moves to a new session', async () => {
+  const page = await openConsole();
+  await page.waitForFunction(`document.querySelectorAll('.sessions .session-item').length >= 3`, undefined, WAIT);
+  const id = (await page.locator('.sessions .session-item').nth(1).getAttribute('data-session')) ?? '?';
+  const item = page.locator(`.sessions .session-item[data-session="${id}"]`);
+  await expect(item.locator('.name').textContent()).resolves.toBe(id);
+
+  // Rename in place: a blank title cannot be saved; Enter saves the trimmed one.
+  await item.locator('button.rename').click();
+  const input = item.locator('input.title-input');
+  await input.fill('   ');
+  await expect(item.locator('button[type="submit"]').isDisabled()).resolves.toBe(true);
+  await input.fill('  Grace Hopper, details  ');
+  await input.press('Enter');
+  await item.locator('.name:text-is("Grace Hopper, details")').waitFor(WAIT);
+  await expect(item.locator('button.session').getAttribute('title')).resolves.toBe(id);
+  const read = async () => await fetch(`${sys.apiUrl}/v1/sessions/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+  await expect((await read()).json()).resolves.toMatchObject({ sessionId: id, title: 'Grace Hopper, details' });
+  // Opened, the chat shows its title above the conversation.
+  await item.locator('button.session').click();
+  await page.locator('#session-title:text-is("Grace Hopper, details")').waitFor(WAIT);
+  await shot(page, 'sessions-renamed');
+
+  // Delete the open session, confirmed in place: it leaves the list, a new session takes its place.
+  await item.locator('button.delete').click();
+  await item.locator('.confirm-delete button.bad').click();
+  await item.waitFor({ state: 'detached', ...WAIT });
+  await page.waitForFunction(`!location.hash.includes(${JSON.stringify(`session=${id}`)})`, undefined, WAIT);
+  expect(sessionOf(page)).toMatch(/^s-/);
+  expect((await read()).status).toBe(404);
+  // For good: not back after a reload, and its id takes no more messages.
+  await page.reload();
+  await page.waitForFunction(`document.querySelectorAll('.sessions .session-item').length >= 2`, undefined, WAIT);
+  await expect(page.locator(`.sessions .session-item[data-session="${id}"]`).count()).resolves.toBe(0);
+  const post = await fetch(`${sys.apiUrl}/v1/sessions/${id}/messages`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'hello again' }),
+  });
+  expect(post.status).toBe(409);
+  await expect(post.json()).resolves.toMatchObject({ error: { code: 'session_deleted' } });
+  await page.close();
+});

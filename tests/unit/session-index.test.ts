@@ -6,8 +6,10 @@
  * orders text unlike JavaScript ('a' before 'B'): the list's order and cursor must not depend on it.
  */
 import { Pool } from 'pg';
-import { memorySessionIndex, newerFirst, type Owner, type SessionEntry, type SessionIndex, type SessionListCursor } from '../../src/api/sessions/index-store';
+import { memorySessionIndex, newerFirst, type Owner, SessionDeleted, type SessionEntry, type SessionIndex, type SessionListCursor } from '../../src/api/sessions/index-store';
+import { rebuiltSessionIndex } from '../../src/api/gateway/session-index';
 import { postgresSessionIndex } from '../../src/api/sessions/pg-index';
+import { SessionIdKey, TenantIdKey, UserIdKey } from '../../src/workflows/definitions';
 import { usePostgres } from '../helpers/postgres';
 
 const pg = usePostgres();
@@ -213,6 +215,56 @@ describe.each(stores)('session index (%s)', (_name, open) => {
     expect(first.next).toEqual({ lastAt: at(500), sessionId: 's-a' });
     expect((await index.sessions(owner, 7)).next).toBeUndefined();
   });
+
+  test('rename: the title shows in the list and the entry of every replica; a new title replaces it; none for a session it does not hold', async () => {
+    const owner = newOwner();
+    const [a, b] = (await replicas(2)) as [SessionIndex, SessionIndex];
+    await a.append(owner, 's', 't0', at(0), 0);
+    expect(await b.session(owner, 's')).toEqual({ sessionId: 's', startedAt: at(0), lastAt: at(0), turns: 1 });
+    expect(await a.rename(owner, 's', 'Trip to Lyon')).toEqual({ sessionId: 's', startedAt: at(0), lastAt: at(0), turns: 1, title: 'Trip to Lyon' });
+    expect(await b.rename(owner, 's', 'Trip to Lyon, day 2')).toMatchObject({ title: 'Trip to Lyon, day 2' });
+    await b.append(owner, 's', 't1', at(1), 0);
+    expect(await a.sessions(owner, 10)).toEqual({ sessions: [{ sessionId: 's', startedAt: at(0), lastAt: at(1), turns: 2, title: 'Trip to Lyon, day 2' }] });
+    expect(await a.session(owner, 's')).toEqual({ sessionId: 's', startedAt: at(0), lastAt: at(1), turns: 2, title: 'Trip to Lyon, day 2' });
+    expect(await a.rename(owner, 'unknown', 'x')).toBeUndefined();
+    expect(await a.session(owner, 'unknown')).toBeUndefined();
+  });
+
+  test('remove: the session leaves the list, its links and its entry; appends throw SessionDeleted; a second remove and a rename find nothing', async () => {
+    const owner = newOwner();
+    const [a, b] = (await replicas(2)) as [SessionIndex, SessionIndex];
+    for (const [i, sessionId] of ['keep', 'gone', 'also-kept'].entries()) await a.append(owner, sessionId, `${sessionId}-t`, at(i), 0);
+    await a.rename(owner, 'gone', 'Old title');
+    expect(await b.remove(owner, 'gone')).toBe(true);
+    expect((await a.sessions(owner, 10)).sessions.map((s) => s.sessionId)).toEqual(['also-kept', 'keep']);
+    // A page boundary next to it: the deleted session is no place of the order.
+    const first = await a.sessions(owner, 1);
+    expect(first.sessions.map((s) => s.sessionId)).toEqual(['also-kept']);
+    expect((await a.sessions(owner, 1, first.next)).sessions.map((s) => s.sessionId)).toEqual(['keep']);
+    expect(await a.links(owner, 'gone', 10)).toEqual([]);
+    expect(await b.session(owner, 'gone')).toEqual({ sessionId: 'gone', startedAt: at(1), lastAt: at(1), turns: 1, title: 'Old title', deleted: true });
+    await expect(a.append(owner, 'gone', 'gone-t2', at(5), 0)).rejects.toThrow(SessionDeleted);
+    // A retried append of a turn it had is refused too: the id takes nothing any more.
+    await expect(b.append(owner, 'gone', 'gone-t', at(6), 0)).rejects.toThrow(SessionDeleted);
+    expect(await a.remove(owner, 'gone')).toBe(false);
+    expect(await a.rename(owner, 'gone', 'New title')).toBeUndefined();
+    expect(await a.remove(owner, 'unknown')).toBe(false);
+    // The others go on as before.
+    expect((await a.append(owner, 'keep', 'keep-t2', at(7), 1)).before.map((l) => l.turnId)).toEqual(['keep-t']);
+  });
+
+  test("another user can neither rename nor delete the owner's session, and has one of their own under the same id", async () => {
+    const owner = newOwner();
+    const other: Owner = { tenant: owner.tenant, id: 'bob' };
+    await index.append(owner, 's', 't0', at(0), 0);
+    expect(await index.rename(other, 's', 'Mine now')).toBeUndefined();
+    expect(await index.remove(other, 's')).toBe(false);
+    expect(await index.session(other, 's')).toBeUndefined();
+    expect(await index.session(owner, 's')).toEqual({ sessionId: 's', startedAt: at(0), lastAt: at(0), turns: 1 });
+    await index.append(other, 's', 't0', at(1), 0);
+    expect(await index.remove(other, 's')).toBe(true);
+    expect((await index.sessions(owner, 10)).sessions.map((s) => s.sessionId)).toEqual(['s']);
+  });
 });
 
 test('postgres: an `at` that would not come back as given is refused', async () => {
@@ -222,4 +274,51 @@ test('postgres: an `at` that would not come back as given is refused', async () 
   await expect(index.append(owner, 's', 't', 'yesterday', 0)).rejects.toThrow(RangeError);
   await expect(index.sessions(owner, 3, { lastAt: 'soon', sessionId: 's' })).rejects.toThrow(/cursor\.lastAt/);
   expect(await index.links(owner, 's', 10)).toEqual([]);
+});
+
+test('postgres: a session table made before titles and deletion gets their columns, its sessions kept', async () => {
+  await pg.pool().query('CREATE DATABASE dmh_before_titles');
+  const url = new URL(pg.url());
+  url.pathname = '/dmh_before_titles';
+  const pool = new Pool({ connectionString: url.toString(), max: 2 });
+  pool.on('error', () => undefined);
+  pg.pools.push(pool);
+  // The table as it first shipped, with a session in it.
+  await pool.query(
+    'CREATE TABLE dmh_sessions (tenant text NOT NULL, user_id text NOT NULL, session_id text COLLATE "C" NOT NULL, ' +
+      'started_at timestamptz NOT NULL, last_at timestamptz NOT NULL, turns integer NOT NULL, PRIMARY KEY (tenant, user_id, session_id))',
+  );
+  await pool.query(`INSERT INTO dmh_sessions VALUES ('t', 'ann', 'old', $1, $1, 1)`, [at(0)]);
+  const index = await postgresSessionIndex(pool);
+  const owner = { tenant: 't', id: 'ann' };
+  expect(await index.rename(owner, 'old', 'Kept')).toEqual({ sessionId: 'old', startedAt: at(0), lastAt: at(0), turns: 1, title: 'Kept' });
+  expect(await index.remove(owner, 'old')).toBe(true);
+  expect(await index.sessions(owner, 10)).toEqual({ sessions: [] });
+});
+
+test('in memory behind the rebuild from Temporal: titles and deletions hold for the process, over the rebuilt sessions', async () => {
+  const owner = { tenant: 'school', id: 'ann' };
+  const started = new Date(Date.UTC(2026, 10, 26, 1, 0, 0));
+  const attrs = new Map<string, string>([
+    [SessionIdKey.name, 'rebuilt'],
+    [UserIdKey.name, owner.id],
+    [TenantIdKey.name, owner.tenant],
+  ]);
+  let listed = 0;
+  const client = {
+    workflow: {
+      list: async function* () {
+        listed++;
+        yield { workflowId: 'turn-rebuilt-1', startTime: started, status: { name: 'COMPLETED' }, typedSearchAttributes: { get: (key: { name: string }) => attrs.get(key.name) } };
+      },
+    },
+  } as unknown as Parameters<typeof rebuiltSessionIndex>[0];
+  const index = rebuiltSessionIndex(client);
+  expect(await index.rename(owner, 'rebuilt', 'From before the restart')).toMatchObject({ sessionId: 'rebuilt', title: 'From before the restart', turns: 1 });
+  expect((await index.sessions(owner, 10)).sessions).toEqual([expect.objectContaining({ sessionId: 'rebuilt', title: 'From before the restart' })]);
+  expect(await index.remove(owner, 'rebuilt')).toBe(true);
+  expect(await index.sessions(owner, 10)).toEqual({ sessions: [] });
+  expect(await index.session(owner, 'rebuilt')).toMatchObject({ deleted: true });
+  await expect(index.append(owner, 'rebuilt', 'turn-rebuilt-2', at(9), 0)).rejects.toThrow(SessionDeleted);
+  expect(listed).toBe(1);
 });

@@ -14,7 +14,7 @@ import { CHAIN_DEPTH, type SessionView, type TranscriptMessage } from '../../sha
 import type { DirectToolCall, TurnInput, TurnState } from '../../shared/turn';
 import type { UserContext } from '../../shared/user';
 import { SessionIdKey, sessionStateQuery, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
-import type { ChainLink, LinkEnd, Owner, SessionIndex } from '../sessions/index-store';
+import { type ChainLink, type LinkEnd, type Owner, SessionDeleted, type SessionIndex } from '../sessions/index-store';
 import { END_OF } from './session-index';
 
 export interface ChainOptions {
@@ -31,7 +31,7 @@ export interface ChainOptions {
   endSeen?(turnId: string): LinkEnd | undefined;
 }
 
-export type ChainSubmitOutcome = { kind: 'accepted'; created: boolean; position: number; waitingOn: string[] } | { kind: 'busy' };
+export type ChainSubmitOutcome = { kind: 'accepted'; created: boolean; position: number; waitingOn: string[] } | { kind: 'busy' } | { kind: 'deleted' };
 
 /** Most ended turns whose transcript lines are kept in memory (a closed turn never changes). */
 const ENDED_CACHE = 5_000;
@@ -86,7 +86,15 @@ export function createChain(opts: ChainOptions) {
     const repeat = recent.some((l) => l.turnId === turnId);
     const waiting = repeat ? [] : await unended(owner, sessionId, recent);
     if (waiting.length > sessionSettings.maxQueuedTurns) return { kind: 'busy' };
-    const { link, created, before } = await index.append(owner, sessionId, turnId, new Date().toISOString(), CHAIN_DEPTH);
+    let appended;
+    try {
+      appended = await index.append(owner, sessionId, turnId, new Date().toISOString(), CHAIN_DEPTH);
+    } catch (err) {
+      // Its owner deleted it: the id takes no more messages (decision 0037), nothing is started.
+      if (err instanceof SessionDeleted) return { kind: 'deleted' };
+      throw err;
+    }
+    const { link, created, before } = appended;
     const waitingOn = repeat ? await unended(owner, sessionId, before.slice(0, sessionSettings.maxQueuedTurns + 1)) : waiting.filter((id) => before.some((l) => l.turnId === id));
     const input: TurnInput = {
       turnId,
@@ -198,7 +206,8 @@ export function createChain(opts: ChainOptions) {
   async function getSession(owner: Owner, sessionId: string, turns?: number): Promise<SessionView | null> {
     const limit = turns ?? Math.max(1, Math.ceil(opts.settings().sessionSettings.transcriptLimit / 2));
     const links = await index.links(owner, sessionId, limit);
-    if (links.length === 0) return await legacyView(owner, sessionId);
+    // None: a session begun in a session workflow (unless its owner deleted it), or none at all.
+    if (links.length === 0) return (await index.session(owner, sessionId))?.deleted ? null : await legacyView(owner, sessionId);
     const lines = await linesOf(links);
     // Turns that ran in a session workflow carry no user text of their own: that workflow has it.
     const legacy = lines.some((l) => l.userText === undefined) ? await legacyView(owner, sessionId).catch(() => null) : null;

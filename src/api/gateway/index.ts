@@ -9,11 +9,11 @@ import { Failure, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
 import type { SessionView } from '../../shared/session';
-import type { LinkEnd, SessionIndex } from '../sessions/index-store';
+import type { LinkEnd, SessionEntry, SessionIndex } from '../sessions/index-store';
 import { rebuiltSessionIndex } from './session-index';
 import { createCatalogReader } from './catalog';
 import { createChain, legacySessionWorkflowId } from './chain';
-import { createListing, type SessionCursor, type SessionPage, type TurnSummary } from './listing';
+import { createListing, type SessionCursor, type SessionPage, type SessionSummary, type TurnSummary } from './listing';
 
 export type { SessionCursor, SessionPage, SessionSummary, TurnSummary } from './listing';
 export { ensureSearchAttributes } from './listing';
@@ -39,7 +39,9 @@ export type SubmitOutcome =
   /** `waitingOn`: the turns of the session ahead of this one, not known to have ended. */
   | { kind: 'accepted'; created: boolean; position: number; waitingOn?: string[] }
   /** The session's queue is full (SessionSettings.maxQueuedTurns). */
-  | { kind: 'busy' };
+  | { kind: 'busy' }
+  /** Its owner deleted the session (decision 0037): nothing was started. */
+  | { kind: 'deleted' };
 
 export interface TurnGateway {
   /** Appends a message to the caller's session (begun by it if new); its turn runs after those before it. */
@@ -68,6 +70,12 @@ export interface TurnGateway {
   awaitingApproval(tenant: string, limit: number): Promise<TurnState[]>;
   /** The sessions of `owner` by their latest message, newest first: at most `limit` after `cursor`, and where the next page starts (the session index). */
   listSessions(owner: { id: string; tenant: string }, limit: number, cursor?: SessionCursor): Promise<SessionPage>;
+  /** The session of `owner` as the list shows it, or null (none, or deleted). */
+  sessionSummary(owner: { id: string; tenant: string }, sessionId: string): Promise<SessionSummary | null>;
+  /** Titles the session of `owner` (a checked title); null when there is none (or it was deleted). */
+  renameSession(owner: { id: string; tenant: string }, sessionId: string, title: string): Promise<SessionSummary | null>;
+  /** Deletes the session of `owner` from the index (its turns stay in Temporal); false when there is none (or it was deleted). */
+  deleteSession(owner: { id: string; tenant: string }, sessionId: string): Promise<boolean>;
   /** The turns of `owner`, newest first (at most `limit`; from visibility, like listSessions). */
   listTurns(owner: { id: string; tenant: string }, limit: number): Promise<TurnSummary[]>;
 }
@@ -100,6 +108,14 @@ export interface GatewayOptions {
   /** How a turn ended, when this API heard its final event (the live hub): a submission behind it then reads nothing of it from Temporal. */
   endSeen?(turnId: string): LinkEnd | undefined;
 }
+
+const summaryOf = (s: SessionEntry): SessionSummary => ({
+  sessionId: s.sessionId,
+  startedAt: s.startedAt,
+  lastAt: s.lastAt,
+  open: true,
+  ...(s.title === undefined ? {} : { title: s.title }),
+});
 
 export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { reads(): TurnReads } {
   const { client } = opts;
@@ -172,11 +188,20 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
 
     async listSessions(owner, limit, cursor) {
       const page = await index.sessions(owner, limit, cursor);
-      return {
-        sessions: page.sessions.map((s) => ({ sessionId: s.sessionId, startedAt: s.startedAt, lastAt: s.lastAt, open: true })),
-        ...(page.next ? { next: page.next } : {}),
-      };
+      return { sessions: page.sessions.map(summaryOf), ...(page.next ? { next: page.next } : {}) };
     },
+
+    async sessionSummary(owner, sessionId) {
+      const entry = await index.session(owner, sessionId);
+      return entry && !entry.deleted ? summaryOf(entry) : null;
+    },
+
+    async renameSession(owner, sessionId, title) {
+      const entry = await index.rename(owner, sessionId, title);
+      return entry ? summaryOf(entry) : null;
+    },
+
+    deleteSession: (owner, sessionId) => index.remove(owner, sessionId),
 
     async cancelTurn(turnId) {
       await client.workflow.getHandle(turnId).cancel();

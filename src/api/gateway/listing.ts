@@ -28,6 +28,8 @@ export interface SessionSummary {
   lastAt: string;
   /** Always true for a chain of turns (a session has no workflow that could end). */
   open: boolean;
+  /** The owner's title, once set. */
+  title?: string;
 }
 
 /** Where a page of sessions ends (src/api/sessions/index-store.ts). */

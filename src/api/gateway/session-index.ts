@@ -2,6 +2,7 @@
  * The in-memory session index of a single API replica, rebuilt from Temporal's visibility when the
  * process starts (once, before its first use): every turn workflow carries its session and owner as
  * search attributes, so the chains are the turns of each session in the order they started.
+ * Session titles and deletions are not in Temporal: here they last as long as the process.
  */
 import type { Client } from '@temporalio/client';
 import { SessionIdKey, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
@@ -48,22 +49,21 @@ export function rebuiltSessionIndex(client: Pick<Client, 'workflow'>, log?: { wa
     await rebuilt;
   };
 
+  /** `name` of the memory index, once it is rebuilt. */
+  const afterRebuild = <K extends keyof SessionIndex>(name: K): SessionIndex[K] =>
+    (async (...args: Parameters<SessionIndex[K]>) => {
+      await ready();
+      return await (memory[name] as (...a: Parameters<SessionIndex[K]>) => ReturnType<SessionIndex[K]>)(...args);
+    }) as SessionIndex[K];
+
   return {
-    async append(...args) {
-      await ready();
-      return await memory.append(...args);
-    },
-    async links(...args) {
-      await ready();
-      return await memory.links(...args);
-    },
-    async ended(...args) {
-      await ready();
-      await memory.ended(...args);
-    },
-    async sessions(...args) {
-      await ready();
-      return await memory.sessions(...args);
-    },
+    append: afterRebuild('append'),
+    links: afterRebuild('links'),
+    ended: afterRebuild('ended'),
+    sessions: afterRebuild('sessions'),
+    // Titles and deletions live in this process only: the rebuild reads turns, which carry neither.
+    session: afterRebuild('session'),
+    rename: afterRebuild('rename'),
+    remove: afterRebuild('remove'),
   };
 }

@@ -26,10 +26,12 @@ import {
   ServerParams,
   ServerReconnected,
   ServersList,
+  SessionInfo,
   SessionList,
   SessionMessages,
   SessionParams,
   SessionsQuery,
+  SessionTitleBody,
   Suggestions,
   STREAM_OPENING_EVENT,
   ToolCallBody,
@@ -46,6 +48,8 @@ const accepted: JsonSchema = {
   headers: { Location: { type: 'string', description: 'The turn: `/v1/turns/{turnId}`.' } },
 };
 const MessageBody = messageBody();
+const CONFLICT_409 = '`session_busy`: too many messages already waiting in this session; or `session_deleted`: its owner deleted the session, which takes no more messages (send to a new session id).';
+const NOT_OWNED_404 = '`not_found`: the caller has no session under that id (never had one, deleted it, or it is another user\'s: indistinguishable by design).';
 
 export const routeSchemas = {
   postMessage: {
@@ -62,7 +66,7 @@ export const routeSchemas = {
     response: {
       202: { ...accepted, description: 'The turn was started.' },
       200: { ...accepted, description: 'A repeated `Idempotency-Key`: the turn started by the first request.' },
-      ...errors([400, 401, 409, 413, 415, 429, 503], { 409: '`session_busy`: too many messages already waiting in this session.' }),
+      ...errors([400, 401, 409, 413, 415, 429, 503], { 409: CONFLICT_409 }),
     },
   },
   postToolCall: {
@@ -80,7 +84,7 @@ export const routeSchemas = {
     response: {
       202: { ...accepted, description: 'The turn was started.' },
       200: { ...accepted, description: 'A repeated `Idempotency-Key`: the turn started by the first request.' },
-      ...errors([400, 401, 409, 415, 429, 503], { 400: '`invalid_request` (a bad body) or `unknown_tool`.', 409: '`session_busy`: too many messages already waiting in this session.' }),
+      ...errors([400, 401, 409, 415, 429, 503], { 400: '`invalid_request` (a bad body) or `unknown_tool`.', 409: CONFLICT_409 }),
     },
   },
   listSessions: {
@@ -97,12 +101,48 @@ export const routeSchemas = {
       ...errors([400, 401, 503], { 400: '`invalid_request`: a bad `limit`, an unknown query parameter, or a `cursor` this list did not return.' }),
     },
   },
+  getSession: {
+    operationId: 'getSession',
+    summary: 'A session',
+    description: "One session of the caller as the list shows it (without its last message): its title, first and latest message times. `404` for a session the caller does not have or deleted.",
+    tags: ['sessions'],
+    params: fromZod(SessionParams, 'input'),
+    response: {
+      200: { ...fromZod(SessionInfo), description: 'The session.' },
+      ...errors([400, 401, 404, 503], { 404: NOT_OWNED_404 }),
+    },
+  },
+  renameSession: {
+    operationId: 'renameSession',
+    summary: 'Rename a session',
+    description: "Sets the title of one of the caller's sessions (shown by the list and the session's reads instead of nothing). Only its owner may.",
+    tags: ['sessions'],
+    params: fromZod(SessionParams, 'input'),
+    body: fromZod(SessionTitleBody, 'input'),
+    response: {
+      200: { ...fromZod(SessionInfo), description: 'Renamed: the session with its new title.' },
+      ...errors([400, 401, 404, 415, 503], { 400: '`invalid_request`: a bad session id, or a title that is missing, blank, over 200 characters or not one line; `invalid_json`.', 404: NOT_OWNED_404 }),
+    },
+  },
+  deleteSession: {
+    operationId: 'deleteSession',
+    summary: 'Delete a session',
+    description:
+      "Deletes one of the caller's sessions for the caller: it leaves the list, its reads answer `404` and a message sent to it `409 session_deleted`; the id is not reused. " +
+      "Its turns' workflows and their histories stay in Temporal (for audit and the retention period): this hides the session, it does not erase it. Only its owner may.",
+    tags: ['sessions'],
+    params: fromZod(SessionParams, 'input'),
+    response: {
+      204: { description: 'Deleted.', type: 'null' },
+      ...errors([400, 401, 404, 503], { 404: NOT_OWNED_404 }),
+    },
+  },
   listMessages: {
     operationId: 'listMessages',
     summary: "A session's messages",
     description:
-      'The conversation of one session of the caller: its retained messages, the summary of older ones, and the turns running or queued. ' +
-      '`404` when the caller has no session under that id.',
+      'The conversation of one session of the caller: its title, its retained messages, the summary of older ones, and the turns running or queued. ' +
+      '`404` when the caller has no session under that id (or deleted it).',
     tags: ['sessions'],
     params: fromZod(SessionParams, 'input'),
     response: {

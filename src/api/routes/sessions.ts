@@ -1,11 +1,12 @@
 /**
  * GET /v1/sessions: the caller's sessions, paged, newest first;
+ * GET, PATCH and DELETE /v1/sessions/:sessionId: one of them, its title, deleting it (decision 0037);
  * POST and GET /v1/sessions/:sessionId/messages: send a message (a new turn), read the conversation;
  * POST /v1/sessions/:sessionId/tool-calls: run one tool call through a turn, without the model.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { callerOf } from '../caller';
-import { decodeSessionCursor, IdempotencyKey, messageBody, parseRequest, SessionParams, SessionsQuery, ToolCallBody } from '../contract';
+import { decodeSessionCursor, IdempotencyKey, messageBody, parseRequest, SessionParams, SessionsQuery, SessionTitleBody, ToolCallBody } from '../contract';
 import { HttpError } from '../errors';
 import { routeSchemas } from '../openapi';
 import { addLogContext } from '../request-log-context';
@@ -71,6 +72,24 @@ export const sessionRoutes: FastifyPluginAsync<SessionRoutesOptions> = async (ap
       throw new HttpError(400, 'invalid_request', "query: cursor: not a cursor of this list (pass a page's `nextCursor` as it came, or leave it out for the first page)");
     }
     return await service.sessionList(callerOf(request), limit, cursor);
+  });
+
+  app.get('/v1/sessions/:sessionId', { schema: routeSchemas.getSession }, async (request) => {
+    const { sessionId } = parseRequest(SessionParams, request.params, 'path');
+    return await service.sessionInfo(callerOf(request), sessionId);
+  });
+
+  app.patch('/v1/sessions/:sessionId', { schema: routeSchemas.renameSession }, async (request) => {
+    const { sessionId } = parseRequest(SessionParams, request.params, 'path');
+    requireJson(request, '{ "title": "..." }');
+    const { title } = parseRequest(SessionTitleBody, request.body, 'body');
+    return await service.renameSession(callerOf(request), sessionId, title);
+  });
+
+  app.delete('/v1/sessions/:sessionId', { schema: routeSchemas.deleteSession }, async (request, reply) => {
+    const { sessionId } = parseRequest(SessionParams, request.params, 'path');
+    await service.deleteSession(callerOf(request), sessionId);
+    return reply.status(204).send();
   });
 
   app.get('/v1/sessions/:sessionId/messages', { schema: routeSchemas.listMessages }, async (request) => {

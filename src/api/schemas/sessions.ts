@@ -4,9 +4,13 @@ import { DateTime, TurnStatusSchema } from './common';
 import type { SessionCursor } from '../gateway';
 import { DecidableApproval } from './turns';
 
+/** A session's title as its owner set it; null until set. */
+const TitleOut = z.string().nullable().describe("The title the session's owner gave it (`PATCH /v1/sessions/{sessionId}`); `null` until one is set.");
+
 /** GET /v1/sessions/:sessionId/messages (`TranscriptMessage` of src/shared/session.ts for the items). */
 export const SessionMessages = z.object({
   sessionId: z.string(),
+  title: TitleOut,
   messages: z
     .array(
       z.object({
@@ -68,6 +72,7 @@ export const SessionList = z.object({
     .array(
       z.object({
         sessionId: z.string(),
+        title: TitleOut,
         startedAt: DateTime.describe("When the session's first message was sent."),
         open: z.boolean().describe('Always `true`: a session is the chain of its turns and takes a message at any time (kept for clients of the earlier protocol).'),
         lastMessage: z
@@ -83,4 +88,31 @@ export const SessionList = z.object({
     )
     .describe('Newest first, by their latest message.'),
   nextCursor: z.string().optional().describe('Pass as `cursor` for the next page; absent on the last page.'),
+});
+
+/** Longest session title, in characters. */
+export const SESSION_TITLE_MAX = 200;
+/** Not blank, one line: no control character, something besides white space (trimmed before it is kept). */
+const TITLE = /^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$/;
+
+/** PATCH /v1/sessions/:sessionId: the session's new title. */
+export const SessionTitleBody = z
+  .object({
+    title: z
+      .string()
+      .trim()
+      .min(1, 'must not be blank')
+      .max(SESSION_TITLE_MAX, `must be at most ${SESSION_TITLE_MAX} characters`)
+      .regex(TITLE, 'must be one line of text without control characters')
+      .describe(`The new title: one line, 1 to ${SESSION_TITLE_MAX} characters once white space at either end is trimmed (it is kept trimmed).`),
+  })
+  .strict();
+
+/** GET and PATCH /v1/sessions/:sessionId: the session as the list shows it, without its last message. */
+export const SessionInfo = z.object({
+  sessionId: z.string(),
+  title: TitleOut,
+  startedAt: DateTime.describe("When the session's first message was sent."),
+  lastAt: DateTime.describe('When its latest message was sent.'),
+  messagesUrl: z.string().describe('`/v1/sessions/{sessionId}/messages`: the whole conversation.'),
 });

@@ -27,6 +27,7 @@ export const WS_ERROR_CODES = [
   'rate_limited',
   'token_budget_exhausted',
   'session_busy',
+  'session_deleted',
   'not_found',
   'already_finished',
   'already_decided',

@@ -8,10 +8,14 @@
  * to one session, from any replicas, get consecutive places; a turn already in the chain rolls that
  * count back and answers with the link it has. Times are timestamptz: an `at` must be what
  * `Date#toISOString` writes, so it comes back as the same string.
+ *
+ * The owner's title and deletion are columns of the session's row (decision 0037): a deleted session
+ * keeps its rows, is left out of the list, its links and its entry, and refuses appends (the upsert
+ * that would count the turn updates nothing).
  */
 import type { Pool } from 'pg';
 import { ensureSchema, inTransaction } from '../../pg/transaction';
-import type { Appended, ChainLink, LinkEnd, Owner, SessionEntry, SessionIndex } from './index-store';
+import { type Appended, type ChainLink, type LinkEnd, type Owner, SessionDeleted, type SessionEntry, type SessionIndex } from './index-store';
 
 const SESSIONS = 'dmh_sessions';
 const LINKS = 'dmh_session_links';
@@ -24,6 +28,22 @@ interface LinkRow {
   at: Date;
   ended: LinkEnd | null;
 }
+
+interface SessionRow {
+  session_id: string;
+  started_at: Date;
+  last_at: Date;
+  turns: number;
+  title: string | null;
+}
+
+const toEntry = (r: SessionRow): SessionEntry => ({
+  sessionId: r.session_id,
+  startedAt: r.started_at.toISOString(),
+  lastAt: r.last_at.toISOString(),
+  turns: r.turns,
+  ...(r.title === null ? {} : { title: r.title }),
+});
 
 const toLink = (r: LinkRow): ChainLink => ({ turnId: r.turn_id, seq: r.seq, at: r.at.toISOString(), ...(r.ended ? { ended: r.ended } : {}) });
 
@@ -51,11 +71,15 @@ export async function postgresSessionIndex(pool: Pick<Pool, 'query' | 'connect'>
       ],
     ];
     for (const [table, columns] of tables) await q(`CREATE TABLE IF NOT EXISTS ${table} (${SESSION_KEY}, ${columns})`);
+    // Added after the table first shipped: tables made before have them added.
+    await q(`ALTER TABLE ${SESSIONS} ADD COLUMN IF NOT EXISTS title text, ADD COLUMN IF NOT EXISTS deleted_at timestamptz`);
     // The list's order and its cursor (newerFirst): latest message, then id, both descending.
     await q(`CREATE INDEX IF NOT EXISTS ${SESSIONS}_latest ON ${SESSIONS} (tenant, user_id, last_at DESC, session_id DESC)`);
   });
 
   const linkColumns = 'l.turn_id, l.seq, l.at, l.ended';
+  const entryColumns = 'session_id, started_at, last_at, turns, title';
+  const ofOwner = 'tenant = $1 AND user_id = $2 AND session_id = $3';
 
   /** A turn in the chain already: its link and the `depth` before it, nearest first (links never move). */
   async function known(owner: Owner, sessionId: string, turnId: string, depth: number): Promise<Appended> {
@@ -79,10 +103,11 @@ export async function postgresSessionIndex(pool: Pick<Pool, 'query' | 'connect'>
           // Creates the session or locks its row, counting this turn: its place is the count before.
           const counted = await q(
             `INSERT INTO ${SESSIONS} AS s (tenant, user_id, session_id, started_at, last_at, turns) VALUES ($1, $2, $3, $4, $4, 1)
-             ON CONFLICT (tenant, user_id, session_id) DO UPDATE SET turns = s.turns + 1, last_at = excluded.last_at
+             ON CONFLICT (tenant, user_id, session_id) DO UPDATE SET turns = s.turns + 1, last_at = excluded.last_at WHERE s.deleted_at IS NULL
              RETURNING s.turns`,
             [owner.tenant, owner.id, sessionId, at],
           );
+          if (counted.rows.length === 0) throw new SessionDeleted(sessionId);
           const seq = Number(counted.rows[0]?.turns) - 1;
           const inserted = await q(
             `INSERT INTO ${LINKS} (tenant, user_id, session_id, seq, turn_id, at) VALUES ($1, $2, $3, $4, $5, $6)
@@ -105,7 +130,9 @@ export async function postgresSessionIndex(pool: Pick<Pool, 'query' | 'connect'>
 
     async links(owner, sessionId, limit) {
       const { rows } = await pool.query<LinkRow>(
-        `SELECT ${linkColumns} FROM ${LINKS} l WHERE l.tenant = $1 AND l.user_id = $2 AND l.session_id = $3 ORDER BY l.seq DESC LIMIT $4`,
+        `SELECT ${linkColumns} FROM ${LINKS} l
+           JOIN ${SESSIONS} s ON s.tenant = l.tenant AND s.user_id = l.user_id AND s.session_id = l.session_id AND s.deleted_at IS NULL
+          WHERE l.tenant = $1 AND l.user_id = $2 AND l.session_id = $3 ORDER BY l.seq DESC LIMIT $4`,
         [owner.tenant, owner.id, sessionId, limit],
       );
       return rows.map(toLink).reverse();
@@ -120,19 +147,41 @@ export async function postgresSessionIndex(pool: Pick<Pool, 'query' | 'connect'>
 
     async sessions(owner, limit, cursor) {
       const after = cursor ? 'AND (last_at, session_id) < ($4::timestamptz, $5)' : '';
-      const { rows } = await pool.query<{ session_id: string; started_at: Date; last_at: Date; turns: number }>(
-        `SELECT session_id, started_at, last_at, turns FROM ${SESSIONS} WHERE tenant = $1 AND user_id = $2 ${after}
+      const { rows } = await pool.query<SessionRow>(
+        `SELECT ${entryColumns} FROM ${SESSIONS} WHERE tenant = $1 AND user_id = $2 AND deleted_at IS NULL ${after}
           ORDER BY last_at DESC, session_id DESC LIMIT $3`,
         [owner.tenant, owner.id, limit + 1, ...(cursor ? [isoTime('cursor.lastAt', cursor.lastAt), cursor.sessionId] : [])],
       );
-      const page: SessionEntry[] = rows.slice(0, limit).map((r) => ({
-        sessionId: r.session_id,
-        startedAt: r.started_at.toISOString(),
-        lastAt: r.last_at.toISOString(),
-        turns: r.turns,
-      }));
+      const page: SessionEntry[] = rows.slice(0, limit).map(toEntry);
       const last = page.at(-1);
       return rows.length > limit && last ? { sessions: page, next: { lastAt: last.lastAt, sessionId: last.sessionId } } : { sessions: page };
+    },
+
+    async session(owner, sessionId) {
+      const { rows } = await pool.query<SessionRow & { deleted: boolean }>(
+        `SELECT ${entryColumns}, deleted_at IS NOT NULL AS deleted FROM ${SESSIONS} WHERE ${ofOwner}`,
+        [owner.tenant, owner.id, sessionId],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      return row.deleted ? { ...toEntry(row), deleted: true } : toEntry(row);
+    },
+
+    async rename(owner, sessionId, title) {
+      const { rows } = await pool.query<SessionRow>(
+        `UPDATE ${SESSIONS} SET title = $4 WHERE ${ofOwner} AND deleted_at IS NULL RETURNING ${entryColumns}`,
+        [owner.tenant, owner.id, sessionId, title],
+      );
+      return rows[0] ? toEntry(rows[0]) : undefined;
+    },
+
+    async remove(owner, sessionId) {
+      const { rowCount } = await pool.query(`UPDATE ${SESSIONS} SET deleted_at = now() WHERE ${ofOwner} AND deleted_at IS NULL`, [
+        owner.tenant,
+        owner.id,
+        sessionId,
+      ]);
+      return (rowCount ?? 0) > 0;
     },
   };
 }

@@ -10,6 +10,7 @@
  * - reads.ts: the caller's turn and its view, the caller's sessions (paged, with their last message)
  *   and turns (newest first), whether a session exists, a session's transcript, what a queued turn
  *   waits for (views.ts: who may read a turn and what they see of it);
+ * - session-edits.ts: the caller's session as a resource: read, titled, deleted;
  * - decisions.ts: the approvals inbox, approval decisions, answers to servers' questions;
  * - usage-report.ts, catalog.ts, health.ts: the usage report, the tool catalog, the host's health.
  */
@@ -18,6 +19,7 @@ import { createDecisions } from './decisions';
 import { createHealth } from './health';
 import type { TurnServiceOptions } from './options';
 import { createReads } from './reads';
+import { createSessionEdits } from './session-edits';
 import { createSubmission } from './submission';
 import { createUsageReport } from './usage-report';
 
@@ -32,6 +34,7 @@ export function createTurnService(opts: TurnServiceOptions) {
   return {
     ...createSubmission(opts),
     ...createReads(opts),
+    ...createSessionEdits(opts),
     ...createDecisions(opts),
     ...createUsageReport(opts),
     ...createCatalog(opts),

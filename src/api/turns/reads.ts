@@ -48,6 +48,7 @@ export function createReads(opts: TurnServiceOptions) {
           const last = (await gateway.getSession(user, s.sessionId, 1).catch(() => null))?.messages.at(-1);
           return {
             sessionId: s.sessionId,
+            title: s.title ?? null,
             startedAt: s.startedAt,
             open: s.open,
             ...(last ? { lastMessage: { role: last.role, preview: last.content.slice(0, 200), at: last.at } } : {}),
@@ -96,13 +97,14 @@ export function createReads(opts: TurnServiceOptions) {
 
     async session(user: UserContext, sessionId: string): Promise<z.output<typeof SessionMessages>> {
       // Read from the turns themselves: an answer is in the transcript as soon as its turn has it.
-      const view = await unavailableOnError(() => gateway.getSession(user, sessionId));
+      const [view, summary] = await unavailableOnError(() => Promise.all([gateway.getSession(user, sessionId), gateway.sessionSummary(user, sessionId)]));
       if (!view) throw notFound(`session ${sessionId}`);
       const activeId = view.activeTurnId;
       const activeTurn = activeId ? await unavailableOnError(() => gateway.getTurn(activeId, undefined, { likelyRunning: true })) : null;
       const pending = activeTurn?.status === 'awaiting_approval' ? decidable(activeTurn, approvalTimeoutMs(opts.policy())) : [];
       return {
         sessionId,
+        title: summary?.title ?? null,
         messages: view.messages,
         totalMessages: view.totalMessages,
         firstRetainedIndex: view.messages[0]?.index ?? view.totalMessages,

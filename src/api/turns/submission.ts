@@ -62,6 +62,9 @@ export function createSubmission(opts: TurnServiceOptions) {
         ...(s.directCall ? { directCall: s.directCall } : {}),
       }),
     );
+    if (outcome.kind === 'deleted') {
+      throw new HttpError(409, 'session_deleted', `Session ${s.sessionId} was deleted and takes no more messages; start a new session (another id).`);
+    }
     if (outcome.kind === 'busy') {
       throw new HttpError(409, 'session_busy', `Too many messages are waiting in session ${s.sessionId}; retry when its current turns finish.`);
     }
