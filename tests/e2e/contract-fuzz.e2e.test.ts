@@ -25,7 +25,8 @@ const MAX_EXAMPLES = 25;
 /** A fixed seed keeps CI runs comparable; set SCHEMATHESIS_SEED to explore others. */
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20261125';
 const EXCLUDED_PATHS = ['/ws'];
-const RUN_LIMIT_MS = 200_000;
+/** Only a guard against a hung fuzzer: a slow run on a loaded machine must still finish (about 2 min idle, over 200 s at load 17). */
+const RUN_LIMIT_MS = 900_000;
 
 interface Report {
   schemathesis_version: string;
@@ -97,7 +98,7 @@ beforeAll(async () => {
   } catch {
     throw new Error(`schemathesis wrote no report (exit ${String(result.code)}):\n${output.slice(-4000)}`);
   }
-}, 300_000);
+}, 1_000_000);
 
 afterAll(async () => {
   await sys?.stop();
