@@ -3,7 +3,8 @@
  * real activities on a dev server of their own, over the five school servers and the notes server
  * (stdio, one school store), with the demo model (examples/demo-model/rules.json) answering over HTTP
  * through the OpenAI-compatible adapter. Each turn's context is what the strategy chooses: the role's
- * (examples/host.json), the intent rules' below, or none with the host's resource tools offered.
+ * (examples/host.json), the intent rules' (./context-strategies.ts), or none with the host's resource
+ * tools offered.
  */
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,17 +13,15 @@ import pino from 'pino';
 import { createActivities } from '../../src/activities';
 import { DEMO_USERS } from '../../src/config/local-mode';
 import { loadPolicyFile } from '../../src/config/policy';
-import { HostConfigSchema } from '../../src/config/host-schema';
 import { turnOptionsFrom } from '../../src/config';
 import { DEFAULT_ADAPTIVE_CONTEXT, type AdaptiveContextSettings } from '../../src/core/adaptive-context';
-import { contextFor } from '../../src/core/intents';
 import { policyForRole } from '../../src/core/policy';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { startDemoModel, type RecordedRequest } from '../../src/demo-model/server';
 import { createLlmClient } from '../../src/llm/client';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
-import type { ContextSpec, TurnState } from '../../src/shared/turn';
+import type { TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import { createArgumentValidator } from '../../src/validation/json-schema';
 import { TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
@@ -30,41 +29,7 @@ import type { turnWorkflow } from '../../src/workflows/turn';
 import { SCHOOL } from '../../tests/helpers/school';
 import { EXAMPLE_RULES, NOTES_SERVER, ROOT } from '../../tests/helpers/system';
 import { newTurnId, startWorker, startWorkflowEnv } from '../../tests/workflows/harness';
-
-export const STRATEGIES = ['role', 'intent', 'adaptive'] as const;
-export type Strategy = (typeof STRATEGIES)[number];
-
-/** The five seed patterns (tests/tools/capture-school-groups.ts), each by the role that sends it there. */
-export const PATTERNS: ReadonlyArray<{ name: string; text: string; as: 'admin' | 'teacher' }> = [
-  { name: '1 simple query', text: 'How many students do we have?', as: 'admin' },
-  { name: '2 single tool', text: 'Add a teacher named Alice Johnson', as: 'admin' },
-  { name: '3 multi-server', text: "Process payment for student Bob's invoice", as: 'admin' },
-  { name: '4 fan-out', text: 'Give me a full system status report', as: 'admin' },
-  { name: '5 delegation', text: 'Assign homework Essay on Hamlet to English 101 due 2026-12-01', as: 'teacher' },
-];
-
-/** What an operator would map the school's requests to (no role rule beside them: intent alone). */
-const HOST = HostConfigSchema.parse({
-  ...(JSON.parse(readFileSync(path.join(ROOT, 'examples/host.json'), 'utf8')) as object),
-  intents: [
-    { name: 'counts', match: '\\bhow many\\b', resources: [{ server: 'admin', uri: 'admin://system_status' }], prompts: [] },
-    {
-      name: 'status-report',
-      match: '\\bstatus\\b',
-      resources: [{ server: 'admin', uri: 'admin://system_status' }, { server: 'payments', uri: 'payments://revenue_summary' }, { server: 'admin', uri: 'admin://classes' }],
-      prompts: [],
-    },
-    { name: 'payments', match: '\\b(payment|invoice|refund)', resources: [{ server: 'payments', uri: 'payments://revenue_summary' }], prompts: [] },
-    { name: 'homework', match: '\\bhomework\\b', resources: [{ server: 'teacher', uri: 'teacher://my_classes' }], prompts: [] },
-  ],
-});
-const NONE: ContextSpec = { resources: [], prompts: [] };
-
-export function contextOf(strategy: Strategy, role: string, text: string): ContextSpec {
-  if (strategy === 'role') return contextFor({ role, text, byRole: HOST.contextByRole, base: HOST.context, intents: [] });
-  if (strategy === 'intent') return contextFor({ role, text, byRole: {}, base: NONE, intents: HOST.intents });
-  return NONE;
-}
+import { contextOf, HOST, PATTERNS, type Strategy } from './context-strategies';
 
 export interface ContextTurn {
   state: TurnState;

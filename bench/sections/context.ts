@@ -1,13 +1,14 @@
 /**
  * 11. Context strategies (issue 28 §2, decisions 0032 and 0036): the five seed patterns on the school
  * servers (bench/lib/context-rig.ts: the real turn workflow and activities, the demo model over HTTP)
- * with the context chosen by role (examples/host.json), by intent (the rig's intent rules, no role
- * rule) and adaptively (no context, the host's resource tools offered: the demo model lists and reads
+ * with the context chosen by role (examples/host.json), by intent (the intent rules of
+ * bench/lib/context-strategies.ts, no role rule) and adaptively (no context, the host's resource tools offered: the demo model lists and reads
  * what its step needs). Per pattern and strategy: whether the answer is the role's, LLM steps, the
  * host's resource reads, and prompt tokens: every request body the model received (system, context,
  * messages and tools), its JSON characters / 4, counted the same way for all.
  */
-import { PATTERNS, STRATEGIES, startContextRig, type Strategy } from '../lib/context-rig';
+import { startContextRig } from '../lib/context-rig';
+import { comparable, PATTERNS, promptTokens, STRATEGIES, type Strategy } from '../lib/context-strategies';
 import { table } from '../lib/stats';
 import { log } from '../options';
 
@@ -22,19 +23,6 @@ export interface ContextRow {
   firstTokens: number;
   tokens: number;
   text: string;
-}
-
-/** Prompt tokens of one request the model received: its body's JSON characters / 4. */
-export function promptTokens(body: unknown): number {
-  return Math.ceil(JSON.stringify(body).length / 4);
-}
-
-/** An answer without what two runs of one pattern differ in by design: generated ids and timestamps. */
-export function comparable(text: string): string {
-  return text
-    .replace(/\d{4}-\d{2}-\d{2}T[\d:.]+Z?/g, '<time>')
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<uuid>')
-    .replace(/\b([A-Za-z]+[_-])(?=[A-Za-z]*\d)[A-Za-z0-9]{6,}\b/g, '$1<id>');
 }
 
 export async function contextSection(): Promise<ContextRow[]> {

@@ -1,7 +1,6 @@
-import { contextOf, PATTERNS } from '../../bench/lib/context-rig';
-import { comparable, promptTokens } from '../../bench/sections/context';
+import { comparable, contextOf, PATTERNS, promptTokens } from '../../bench/lib/context-strategies';
 
-/** The bench's context section (bench/sections/context.ts): what each strategy gathers, and how answers and tokens are compared. */
+/** The bench's context section (bench/lib/context-strategies.ts): what each strategy gathers, and how answers and tokens are compared. */
 
 const uris = (strategy: 'role' | 'intent' | 'adaptive', i: number) => contextOf(strategy, PATTERNS[i]?.as ?? '', PATTERNS[i]?.text ?? '').resources.map((r) => r.uri);
 
