@@ -5,12 +5,18 @@
  * holds a URI), then one read per missing URI the listing names. Those rounds do not advance the
  * script, and their results are not `{{result.N}}`. A URI the listing lacks (the caller may not read
  * it) or whose read was already tried is not asked for again: the step then renders as without it.
+ * A script that calls those tools in its own steps is left as written.
  * Pure and deterministic, as the rest of the rule engine.
  */
 import { parseTemplate, TEMPLATE, type DemoScript } from './rules-schema';
 
 export const LIST_RESOURCES = 'host__list_resources';
 export const READ_RESOURCE = 'host__read_resource';
+
+/** Whether a script calls the host's resource tools in its own steps (then nothing is fetched on demand). */
+export function callsResourceTools(script: DemoScript): boolean {
+  return script.steps.some((s) => (s.toolCalls ?? []).some((c) => c.name === LIST_RESOURCES || c.name === READ_RESOURCE));
+}
 
 /** A round of the model that only fetched context (every call a host resource tool). */
 export function isOnDemandRound(calls: ReadonlyArray<{ function: { name: string } }>): boolean {

@@ -63,7 +63,7 @@ import {
   type Ref,
   type ResolvedDemoRules,
 } from './rules-schema';
-import { contextUris, isOnDemandRound, readUri, LIST_RESOURCES, onDemandCalls, READ_RESOURCE, readText } from './on-demand';
+import { callsResourceTools, contextUris, isOnDemandRound, readUri, LIST_RESOURCES, onDemandCalls, READ_RESOURCE, readText } from './on-demand';
 
 export {
   compilePattern,
@@ -279,12 +279,14 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
   const turn = messages.slice(lastUser + 1);
   const callNames = new Map<string, string>();
   const tried = new Set<string>();
+  // A script that calls the host's resource tools itself fetches nothing on demand: its steps count as written.
+  const onDemand = !callsResourceTools(script);
   let step = 0;
   let rounds = 0;
   for (const m of turn) {
     if (m.role === 'assistant' && m.tool_calls && m.tool_calls.length > 0) {
       // Rounds that only fetched context (./on-demand.ts) do not advance the script.
-      if (isOnDemandRound(m.tool_calls)) rounds++;
+      if (onDemand && isOnDemandRound(m.tool_calls)) rounds++;
       else step++;
       for (const call of m.tool_calls) {
         callNames.set(call.id, call.function.name);
@@ -301,8 +303,8 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
     const text = messageText(m.content);
     const name = m.tool_call_id === undefined ? undefined : callNames.get(m.tool_call_id);
     if (name === READ_RESOURCE) reads.push(text);
-    else if (name === LIST_RESOURCES) listing = text;
-    else results.push(text);
+    if (name === LIST_RESOURCES) listing = text;
+    if (!onDemand || (name !== READ_RESOURCE && name !== LIST_RESOURCES)) results.push(text);
     if (name !== undefined) byTool.set(name, text);
   }
 
@@ -326,7 +328,7 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
   // Hashing only up to the user message keeps ids unique across turns yet stable within a retry.
   const hash = conversationHash(messages.slice(0, lastUser + 1));
   const missing = contextUris(spec).filter((uri) => evaluate(`context:${uri}`, ctx) === undefined);
-  const fetch = onDemandCalls({ missing, tried, offered, listing, script: script.name });
+  const fetch = onDemand ? onDemandCalls({ missing, tried, offered, listing, script: script.name }) : [];
   if (fetch.length > 0) {
     const toolCalls = fetch.map((call, index): DemoToolCall => ({ id: `call_${hash}_r${rounds}_${index}`, name: call.name, arguments: JSON.stringify(call.arguments) }));
     return { ok: true, script: script.name, step, text: null, toolCalls, finishReason: 'tool_calls' };

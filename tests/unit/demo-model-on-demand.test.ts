@@ -4,6 +4,15 @@ import { answer, parseDemoRules, type ChatMessageLike, type DemoAnswer } from '.
 const rules = parseDemoRules({
   scripts: [
     { name: 'status', match: '(?i)status', steps: [{ text: 'S={{json:context:admin://status:students}} R={{context:pay://revenue}}' }] },
+    {
+      name: 'fetches-itself',
+      match: '^what do my notes say',
+      steps: [
+        { toolCalls: [{ name: 'host__list_resources', arguments: {} }] },
+        { toolCalls: [{ name: 'host__read_resource', arguments: { server: 'notes', uri: 'notes://all' } }] },
+        { text: 'your notes: {{result.last}} / {{context:notes://all}}' },
+      ],
+    },
     { name: 'lookup-then-context', match: '(?i)^look up (\\w+)', steps: [{ toolCalls: [{ name: 'admin__find', arguments: { q: '{{match.1}}' } }] }, { text: 'found {{result.0}}; {{context:pay://revenue}}' }] },
   ],
 });
@@ -70,4 +79,16 @@ test('fetching rounds neither advance the script nor shift {{result.N}}', () => 
   expect(ok(read).step).toBe(1);
   convo = after(convo, read, ['pay://revenue from payments:\n5 EUR']);
   expect(ok(answer(rules, convo, HOST_TOOLS))).toMatchObject({ step: 1, text: 'found Bob #2; 5 EUR' });
+});
+
+test('a script that calls the resource tools itself runs as written: its steps advance and their results are {{result.N}}', () => {
+  let convo: ChatMessageLike[] = [{ role: 'user', content: 'what do my notes say?' }];
+  const list = answer(rules, convo, HOST_TOOLS);
+  expect(calls(list)).toEqual([['host__list_resources', {}]]);
+  convo = after(convo, list, ['1 resource you may read with host__read_resource:\n- notes notes://all']);
+  const read = answer(rules, convo, HOST_TOOLS);
+  expect(ok(read).step).toBe(1);
+  expect(calls(read)).toEqual([['host__read_resource', { server: 'notes', uri: 'notes://all' }]]);
+  convo = after(convo, read, ['notes://all from notes:\n[]']);
+  expect(ok(answer(rules, convo, HOST_TOOLS))).toMatchObject({ step: 2, text: 'your notes: notes://all from notes:\n[] / []' });
 });
