@@ -5,7 +5,7 @@ import { ROOT } from '../tests/helpers/system';
 
 export const TARGETS = { addedPerStepP50Ms: 5, durableTurnsPerSecond: 50, pooledSpeedup: 50, firstSseEventP50Ms: 30, addedTtftP50Ms: 50 };
 export const SESSION = 'bench';
-export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'session-hop', 'protocols', 'codec', 'tool-search', 'revisions', 'throughput', 'scale'] as const;
+export const SECTIONS = ['pooling', 'latency', 'api', 'streaming', 'session-hop', 'protocols', 'codec', 'tool-search', 'context', 'revisions', 'throughput', 'scale'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Options {

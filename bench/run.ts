@@ -22,6 +22,8 @@
  *  10. a tool call on each MCP revision: 2025-11-25 and 2026-07-28 servers over HTTP, warm and a new pool's
  *      first call, HTTP requests per call, against a bare POST of the same request (bench/sections/revisions.ts).
  *      It runs right after 1, before the system starts.
+ *  11. context strategies: the five seed patterns by role, by intent and adaptively: prompt tokens, resource
+ *      reads and LLM steps per turn (bench/sections/context.ts, its own dev server and school servers).
  *
  * It prints tables and writes `.data/bench/latest.json`. Targets are reported, never enforced.
  * Not a test: nothing here fails on a figure; it exits non-zero only when a turn goes wrong.
@@ -54,6 +56,7 @@ import { renderSessionHop, sessionHopSection } from './sections/session-hop';
 import { codecSection, renderCodec } from './sections/codec';
 import { protocolsSection, renderProtocols } from './sections/protocols';
 import { renderToolSearch, toolSearchSection } from './sections/tool-search';
+import { contextSection, renderContext } from './sections/context';
 import { renderRevisions, revisionsSection } from './sections/revisions';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
 
@@ -165,6 +168,7 @@ async function main(): Promise<void> {
   const protocols = want('protocols') && paths ? await protocolsSection(sys.client, pids, paths, opts) : undefined;
   const codec = want('codec') && paths ? await codecSection(sys, paths, opts) : undefined;
   const toolSearch = want('tool-search') ? await toolSearchSection() : undefined;
+  const context = want('context') ? await contextSection() : undefined;
   // The throughput budget predates the streaming section: its time is not counted against it.
   const throughput = want('throughput') && paths ? await throughputSection(pids, paths, opts, resetNotes, started + streamingMs) : { rows: [], skipped: [] };
   // Last: it stops the system's own worker and brings PostgreSQL, two APIs and up to three workers.
@@ -197,7 +201,7 @@ async function main(): Promise<void> {
   ];
   const targets = allTargets.filter((t) => want(t.section)).map(({ section: _section, ...t }) => t);
 
-  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : []), ...(toolSearch ? [renderToolSearch(toolSearch)] : []), ...(protocols ? [renderProtocols(protocols)] : []), ...(revisions ? [renderRevisions(revisions)] : [])].join('\n\n');
+  const report = [render(m, opts, latency, api, throughput, pooling, streaming, targets, scale), ...(sessionHop ? [renderSessionHop(sessionHop)] : []), ...(codec ? [renderCodec(codec)] : []), ...(toolSearch ? [renderToolSearch(toolSearch)] : []), ...(context ? [renderContext(context)] : []), ...(protocols ? [renderProtocols(protocols)] : []), ...(revisions ? [renderRevisions(revisions)] : [])].join('\n\n');
   process.stdout.write(`\n${report}\n\n`);
 
   const totalS = (performance.now() - started) / 1000;
@@ -221,6 +225,7 @@ async function main(): Promise<void> {
         protocols: protocols ?? null,
         codec: codec ?? null,
         toolSearch: toolSearch ?? null,
+        context: context ?? null,
         revisions: revisions ?? null,
         scale: scale ?? null,
         targets,

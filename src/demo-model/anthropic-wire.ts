@@ -101,7 +101,7 @@ export const anthropicWire: Dialect = {
   authorized: (req, apiKey) => req.headers['x-api-key'] === apiKey || req.headers.authorization === `Bearer ${apiKey}`,
   parse(body) {
     const request = parseBody(MessagesRequestSchema, body);
-    return { messages: anthropicToChat(request), stream: request.stream === true, includeUsage: true, cachePrefix: cachePrefix(request) };
+    return { messages: anthropicToChat(request), stream: request.stream === true, includeUsage: true, cachePrefix: cachePrefix(request), tools: (request.tools ?? []).map((t) => t.name) };
   },
   stream(plan) {
     const { reply } = plan;

@@ -73,7 +73,7 @@ export const geminiWire: Dialect = {
     const request = parseBody(GenerateRequestSchema, body);
     const stream = ROUTE.exec(path)?.[2] === 'streamGenerateContent';
     if (stream && url.searchParams.get('alt') !== 'sse') throw invalidRequest('the demo model streams with alt=sse only');
-    return { messages: geminiToChat(request), stream, includeUsage: true };
+    return { messages: geminiToChat(request), stream, includeUsage: true, tools: (request.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name)) };
   },
   stream(plan) {
     const frames: SseFrame[] = [];

@@ -26,6 +26,7 @@ const ChatRequestSchema = z.looseObject({
   messages: z.array(MessageSchema).min(1),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+  tools: z.array(z.looseObject({ function: z.looseObject({ name: z.string() }).optional() })).nullish(),
 });
 
 function errorTypeFor(status: number): string {
@@ -48,7 +49,7 @@ export const openAiWire: Dialect = {
   authorized: (req, apiKey) => req.headers.authorization === `Bearer ${apiKey}`,
   parse(body) {
     const request = parseBody(ChatRequestSchema, body);
-    return { messages: request.messages, stream: request.stream === true, includeUsage: request.stream_options?.include_usage === true };
+    return { messages: request.messages, stream: request.stream === true, includeUsage: request.stream_options?.include_usage === true, tools: (request.tools ?? []).flatMap((t) => (t.function ? [t.function.name] : [])) };
   },
   stream(plan) {
     const { id, created, model, reply } = plan;

@@ -37,7 +37,8 @@
  *
  * Templates, `{{...}}`, in text and in string values:
  *   {{match.N}}            regex capture group N (0 = whole match)
- *   {{context:URI}}        the text of resource URI as the host put it in a system message
+ *   {{context:URI}}        the text of resource URI as the host put it in a system message, or as
+ *                          host__read_resource returned it (context on demand: ./on-demand.ts)
  *   {{error}}              the first tool result of this turn that is an error (see `onToolError`)
  *   (json paths may use `*` to map over an array: {{json:result.0:students.*.email}})
  *   {{user}}               the whole last user message
@@ -62,6 +63,7 @@ import {
   type Ref,
   type ResolvedDemoRules,
 } from './rules-schema';
+import { callsResourceTools, contextUris, isOnDemandRound, readUri, LIST_RESOURCES, onDemandCalls, READ_RESOURCE, readText } from './on-demand';
 
 export {
   compilePattern,
@@ -134,6 +136,8 @@ interface TurnContext {
   systems: string[];
   results: string[];
   byTool: Map<string, string>;
+  /** Results of this turn's `host__read_resource` calls (context on demand, ./on-demand.ts). */
+  reads: string[];
 }
 
 function resolveRef(ref: Ref, ctx: TurnContext): string | undefined {
@@ -154,7 +158,7 @@ function resolveRef(ref: Ref, ctx: TurnContext): string | undefined {
       // The host renders gathered resources as "Resource <uri> from <server>:\n<text>".
       const prefix = `Resource ${ref.uri} from `;
       const msg = ctx.systems.find((m) => m.startsWith(prefix));
-      return msg === undefined ? undefined : msg.slice(msg.indexOf('\n') + 1);
+      return msg === undefined ? readText(ref.uri, ctx.reads) : msg.slice(msg.indexOf('\n') + 1);
     }
   }
 }
@@ -236,8 +240,9 @@ function renderValue(value: unknown, ctx: TurnContext): unknown {
 /**
  * Picks the scripted answer for a conversation. Pure and deterministic: the same messages always
  * yield the same answer, including tool call ids, so a retried LLM call reproduces its output.
+ * `offered`: the names of the tools the request offers (context on demand needs the host's resource tools).
  */
-export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageLike[]): DemoAnswer {
+export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageLike[], offered: readonly string[] = []): DemoAnswer {
   let lastUser = -1;
   for (let i = messages.length - 1; i >= 0; i--) {
     if (messages[i]?.role === 'user') {
@@ -273,25 +278,38 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
 
   const turn = messages.slice(lastUser + 1);
   const callNames = new Map<string, string>();
+  const tried = new Set<string>();
+  // A script that calls the host's resource tools itself fetches nothing on demand: its steps count as written.
+  const onDemand = !callsResourceTools(script);
   let step = 0;
+  let rounds = 0;
   for (const m of turn) {
     if (m.role === 'assistant' && m.tool_calls && m.tool_calls.length > 0) {
-      step++;
-      for (const call of m.tool_calls) callNames.set(call.id, call.function.name);
+      // Rounds that only fetched context (./on-demand.ts) do not advance the script.
+      if (onDemand && isOnDemandRound(m.tool_calls)) rounds++;
+      else step++;
+      for (const call of m.tool_calls) {
+        callNames.set(call.id, call.function.name);
+        if (call.function.name === READ_RESOURCE) tried.add(readUri(call.function.arguments));
+      }
     }
   }
   const results: string[] = [];
+  const reads: string[] = [];
+  let listing: string | undefined;
   const byTool = new Map<string, string>();
   for (const m of turn) {
     if (m.role !== 'tool') continue;
     const text = messageText(m.content);
-    results.push(text);
     const name = m.tool_call_id === undefined ? undefined : callNames.get(m.tool_call_id);
+    if (name === READ_RESOURCE) reads.push(text);
+    if (name === LIST_RESOURCES) listing = text;
+    if (!onDemand || (name !== READ_RESOURCE && name !== LIST_RESOURCES)) results.push(text);
     if (name !== undefined) byTool.set(name, text);
   }
 
   const system = systems[0] ?? '';
-  const ctx: TurnContext = { match, user, system, systems, results, byTool };
+  const ctx: TurnContext = { match, user, system, systems, results, byTool, reads };
   if (script.onToolError !== undefined && results.some((r) => r.startsWith('Error:'))) {
     return { ok: true, script: script.name, step, text: renderString(script.onToolError, ctx), toolCalls: [], finishReason: 'stop' };
   }
@@ -307,14 +325,21 @@ export function answer(rules: ResolvedDemoRules, messages: readonly ChatMessageL
     };
   }
 
+  // Hashing only up to the user message keeps ids unique across turns yet stable within a retry.
+  const hash = conversationHash(messages.slice(0, lastUser + 1));
+  const missing = contextUris(spec).filter((uri) => evaluate(`context:${uri}`, ctx) === undefined);
+  const fetch = onDemand ? onDemandCalls({ missing, tried, offered, listing, script: script.name }) : [];
+  if (fetch.length > 0) {
+    const toolCalls = fetch.map((call, index): DemoToolCall => ({ id: `call_${hash}_r${rounds}_${index}`, name: call.name, arguments: JSON.stringify(call.arguments) }));
+    return { ok: true, script: script.name, step, text: null, toolCalls, finishReason: 'tool_calls' };
+  }
+
   // A step whose input is not there (no unpaid invoice) answers instead of calling with `<missing>` arguments.
   const required = spec.requires === undefined ? undefined : WHOLE_TEMPLATE.exec(spec.requires)?.[1];
   if (required !== undefined && evaluate(required, ctx) === undefined) {
     return { ok: true, script: script.name, step, text: renderString(spec.otherwise ?? '', ctx), toolCalls: [], finishReason: 'stop' };
   }
 
-  // Hashing only up to the user message keeps ids unique across turns yet stable within a retry.
-  const hash = conversationHash(messages.slice(0, lastUser + 1));
   const toolCalls = (spec.toolCalls ?? []).map((call, index): DemoToolCall => ({
     id: `call_${hash}_${step}_${index}`,
     name: call.name,

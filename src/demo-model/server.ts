@@ -200,7 +200,7 @@ export async function startDemoModel(opts: DemoModelOptions): Promise<DemoModelH
     checkAuth(req, dialect);
     const request = dialect.parse(parseJson(raw), url.pathname, url);
     entry.conversation = request.messages;
-    const reply = answer(rules, request.messages);
+    const reply = answer(rules, request.messages, request.tools);
     logger?.info({ script: reply.script, step: reply.step, ok: reply.ok, stream: request.stream, dialect: dialect.name }, 'demo model: chat completion');
     if (!reply.ok) {
       throw new HttpError(400, reply.message, 'invalid_request_error', reply.code);

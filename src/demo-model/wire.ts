@@ -31,6 +31,8 @@ export interface WireRequest {
   includeUsage: boolean;
   /** The characters of the request's cacheable prefix (tools and system prompt up to a cache breakpoint); 0: none. */
   cachePrefix?: string;
+  /** The names of the tools the request offers. */
+  tools: string[];
 }
 
 export interface ReplyPlan {

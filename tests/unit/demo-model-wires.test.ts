@@ -5,7 +5,7 @@ let model: DemoModelHandle;
 beforeAll(async () => {
   model = await startDemoModel({
     apiKey: 'k-1',
-    rules: { scripts: [{ name: 'tools', match: 'use tools', steps: [{ text: 'On it.', toolCalls: [{ name: 'a__b', arguments: { x: 1 } }, { name: 'c__d', arguments: {} }] }, { text: 'done: {{result.0}}' }] }] },
+    rules: { scripts: [{ name: 'tools', match: 'use tools', steps: [{ text: 'On it.', toolCalls: [{ name: 'a__b', arguments: { x: 1 } }, { name: 'c__d', arguments: {} }] }, { text: 'done: {{result.0}}' }] }, { name: 'context', match: 'status', steps: [{ text: 'S={{context:a://s}}' }] }] },
   });
 });
 afterAll(async () => model.close());
@@ -87,4 +87,20 @@ test('Gemini: function responses drive the next step; 429 carries RetryInfo', as
   expect(await limited.json()).toEqual({
     error: { code: 429, message: 'demo model: injected fault (HTTP 429)', status: 'RESOURCE_EXHAUSTED', details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' }] },
   });
+});
+
+test('each dialect tells the rule engine which tools it offers: offered host__read_resource, a step missing its context lists first', async () => {
+  const names = ['host__list_resources', 'host__read_resource'];
+  const user = { role: 'user', content: 'status' };
+  const openai = async (tools?: unknown[]) =>
+    (await (
+      await fetch(`${model.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k-1' }, body: JSON.stringify({ model: 'demo-model', messages: [user], ...(tools ? { tools } : {}) }) })
+    ).json()) as { choices: Array<{ message: { content: string | null; tool_calls?: Array<{ function: { name: string } }> } }> };
+  const offered = await openai(names.map((name) => ({ type: 'function', function: { name, parameters: { type: 'object' } } })));
+  expect(offered.choices[0]?.message.tool_calls?.map((c) => c.function.name)).toEqual(['host__list_resources']);
+  expect((await openai()).choices[0]?.message.content).toBe('S=<missing context:a://s>');
+  const claude = await anthropic({ model: 'demo-model', max_tokens: 100, messages: [user], tools: names.map((name) => ({ name, input_schema: { type: 'object' } })) });
+  expect(await claude.json()).toMatchObject({ content: [{ type: 'tool_use', name: 'host__list_resources' }], stop_reason: 'tool_use' });
+  const g = await gemini({ contents: [{ role: 'user', parts: [{ text: 'status' }] }], tools: [{ functionDeclarations: names.map((name) => ({ name })) }] }, 'generateContent');
+  expect(await g.json()).toMatchObject({ candidates: [{ content: { parts: [{ functionCall: { name: 'host__list_resources' } }] } }] });
 });
