@@ -56,10 +56,11 @@ async function expectPaidOnce(invoiceId: string, turnId: string) {
   const events = await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { timeoutMs: 150_000 });
   expect(events.at(-1)?.event).toBe('done');
   const turn = await getJson(`${sys.apiUrl}/v1/turns/${turnId}`);
-  expect(turn.body.status).toBe('completed');
   const store = sys.store();
   const invoice = store.invoices.find((i) => i.id === invoiceId);
-  expect(invoice?.status).toBe('paid');
+  // A failure shows the answer and the calls' states, which say why (e.g. "I stopped because a step failed: …").
+  const calls = (turn.body.toolCalls as Array<{ name: string; state: string }> | undefined)?.map((c) => `${c.name}: ${c.state}`);
+  expect({ status: turn.body.status, invoice: invoice?.status, answer: turn.body.text, calls }).toMatchObject({ status: 'completed', invoice: 'paid' });
   const txs = store.transactions.filter((t) => t.invoiceId === invoiceId);
   expect(txs).toHaveLength(1);
   expect(invoice?.transactionId).toBe(txs[0]?.id);

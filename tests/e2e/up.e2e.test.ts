@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEMO_USERS, requireBuild } from '../helpers/system';
 import { startLauncher } from '../helpers/launcher';
+import type { ManagedProcess } from '../../src/cli/processes';
 import { mintDevToken } from '../../src/api/auth';
 import { bearer, postMessage, readSse, waitFor } from '../helpers/http';
 
@@ -41,7 +42,16 @@ function parse(output: string): Line[] {
     });
 }
 
-const start = (extra: NodeJS.ProcessEnv = {}) => startLauncher(path.join(dir, 'data'), extra);
+/** Every launcher a test started: one a failed test left running is stopped, or it holds the data for the next. */
+const launched: ManagedProcess[] = [];
+const start = async (extra: NodeJS.ProcessEnv = {}) => {
+  const started = await startLauncher(path.join(dir, 'data'), extra);
+  launched.push(started.up);
+  return started;
+};
+afterEach(async () => {
+  for (const up of launched.splice(0)) await up.stop(30_000);
+});
 
 /** Processes still running with this test's data directory on their command line. */
 function leftovers(): string[] {
