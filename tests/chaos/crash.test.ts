@@ -60,7 +60,7 @@ async function expectPaidOnce(invoiceId: string, turnId: string) {
   const invoice = store.invoices.find((i) => i.id === invoiceId);
   // A failure shows the answer and the calls' states, which say why (e.g. "I stopped because a step failed: …").
   const calls = (turn.body.toolCalls as Array<{ name: string; state: string }> | undefined)?.map((c) => `${c.name}: ${c.state}`);
-  expect({ status: turn.body.status, invoice: invoice?.status, answer: turn.body.text, calls }).toMatchObject({ status: 'completed', invoice: 'paid' });
+  expect({ status: turn.body.status, invoice: invoice?.status, answer: turn.body.text, calls }).toEqual({ status: 'completed', invoice: 'paid', answer: expect.anything(), calls: expect.anything() });
   const txs = store.transactions.filter((t) => t.invoiceId === invoiceId);
   expect(txs).toHaveLength(1);
   expect(invoice?.transactionId).toBe(txs[0]?.id);
