@@ -8,6 +8,7 @@ import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import type { ToolOutcome } from '../../src/shared/tool-types';
 import { NOTES_SERVER, requireBuild } from '../helpers/system';
+import { waitFor } from '../helpers/http';
 import { toolActivities } from '../helpers/tool-activities';
 
 /** The tool-call activity with the real hub and our notes server over stdio. */
@@ -77,11 +78,16 @@ test('progress notifications become heartbeats', async () => {
 
 test('cancelling the activity cancels the MCP request promptly', async () => {
   const env = new MockActivityEnvironment();
-  const started = Date.now();
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
   const p = env.run(acts.callTool, input('slow_task', { seconds: 20 })).catch((e: unknown) => e);
-  setTimeout(() => env.cancel(), 500);
+  // Cancelled once the server works on it (its progress came back as a heartbeat): the request is in flight.
+  await waitFor(async () => (beats.some((b) => typeof b === 'object' && b !== null && 'progress' in b) ? true : undefined), 30_000, 10);
+  const cancelled = Date.now();
+  env.cancel();
   expect(await p).toBeInstanceOf(CancelledFailure);
-  expect(Date.now() - started).toBeLessThan(5_000);
+  // Well before the task's 20 s.
+  expect(Date.now() - cancelled).toBeLessThan(5_000);
 });
 
 test('an unreachable server is a retryable failure, not a tool result', async () => {

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPolicyFile } from '../../src/config/policy';
-import { getJson, postJson, postMessage, readSse, setDefaultToken } from '../helpers/http';
+import { getJson, postJson, postMessage, readSse, setDefaultToken, waitFor } from '../helpers/http';
 import { ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 let sys: TestSystem;
@@ -52,12 +52,15 @@ test('without a sampling rule in the policy, the request is refused and the mode
 test("a worker SIGKILLed while the server's sampling request waits on the model: the call runs again and completes", async () => {
   // The system started by the test before this one made its own token the default.
   setDefaultToken(await sys.token('admin'));
-  // The turn's first model call goes through untouched; the server's sampling request is held 4 s.
-  sys.model.setFaults([{ chunkDelayMs: 0, times: 1 }, { delayMs: 4_000, times: 1 }]);
+  // The turn's first model call goes through untouched; the server's sampling request is held 15 s,
+  // far longer than it takes to see it and kill the worker, however busy the machine.
+  sys.model.setFaults([{ chunkDelayMs: 0, times: 1 }, { delayMs: 15_000, times: 1 }]);
+  const before = sys.model.requests().length;
   const post = await postMessage(sys.apiUrl, 'sampling-kill', 'sample a haiku about thunder');
   const url = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
   await readSse(url, { stopAfter: (e) => e.event === 'tool_call_started', timeoutMs: 60_000 });
-  await new Promise((r) => setTimeout(r, 1_000));
+  // The sampling request (the turn's second model request) has reached the model and is held there.
+  await waitFor(async () => (sys.model.requests().length >= before + 2 ? true : undefined), 60_000, 25);
   await sys.worker.kill();
   sys.worker = await sys.startWorker();
   const events = await readSse(url, { timeoutMs: 90_000 });

@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEMO_USERS, requireBuild } from '../helpers/system';
 import { startLauncher } from '../helpers/launcher';
+import type { ManagedProcess } from '../../src/cli/processes';
 import { mintDevToken } from '../../src/api/auth';
-import { bearer, postMessage, readSse } from '../helpers/http';
+import { bearer, postMessage, readSse, waitFor } from '../helpers/http';
 
 let dir: string;
 beforeAll(() => {
@@ -41,7 +42,16 @@ function parse(output: string): Line[] {
     });
 }
 
-const start = (extra: NodeJS.ProcessEnv = {}) => startLauncher(path.join(dir, 'data'), extra);
+/** Every launcher a test started: one a failed test left running is stopped, or it holds the data for the next. */
+const launched: ManagedProcess[] = [];
+const start = async (extra: NodeJS.ProcessEnv = {}) => {
+  const started = await startLauncher(path.join(dir, 'data'), extra);
+  launched.push(started.up);
+  return started;
+};
+afterEach(async () => {
+  for (const up of launched.splice(0)) await up.stop(30_000);
+});
 
 /** Processes still running with this test's data directory on their command line. */
 function leftovers(): string[] {
@@ -83,9 +93,12 @@ test('one JSON stream from every process; a clean start and a clean Ctrl-C, leav
   expect(post.status).toBe(202);
   const events = await readSse(`${apiUrl}${post.body.eventsUrl as string}`, { headers, timeoutMs: 60_000 });
   expect(events.at(-1)?.event).toBe('done');
-  // The worker's lines about the turn carry its ids.
-  await new Promise((r) => setTimeout(r, 300));
-  const turnLines = parse(up.output()).filter((l) => l.name === 'worker' && (l['turnId'] === post.body.turnId || l['workflowId'] === post.body.turnId));
+  // The worker's lines about the turn carry its ids (read once its last one has reached the launcher's stream).
+  const ofTurn = () => parse(up.output()).filter((l) => l.name === 'worker' && (l['turnId'] === post.body.turnId || l['workflowId'] === post.body.turnId));
+  const turnLines = await waitFor(async () => {
+    const lines = ofTurn();
+    return lines.some((l) => l.msg === 'turn finished') ? lines : undefined;
+  }, 30_000, 50);
   expect(turnLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['turn started', 'tool call', 'turn finished']));
   for (const l of turnLines.filter((x) => x.msg === 'tool call')) expect(l).toMatchObject({ sessionId: 'up', userId: admin.sub });
 

@@ -2,6 +2,7 @@ import OpenAI, { APIConnectionError, AuthenticationError, BadRequestError, Inter
 import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startDemoModel, textPieces, type DemoModelHandle } from '../../src/demo-model/server';
 import type { DemoRules } from '../../src/demo-model/rules';
+import { waitFor } from '../helpers/http';
 
 const rules: DemoRules = {
   model: 'demo-model',
@@ -303,7 +304,8 @@ describe('demo model server: faults', () => {
         // drain
       }
     })().catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 100));
+    // The server holds the stream (its request is in).
+    await waitFor(async () => (paced.requests().length > 0 ? true : undefined), 10_000, 10);
     const started = Date.now();
     await paced.close();
     expect(Date.now() - started).toBeLessThan(2000);
@@ -405,7 +407,8 @@ describe('demo model server: robustness and inspection', () => {
     slow.setFaults([{ delayMs: 30_000 }]);
     const c = new OpenAI({ baseURL: slow.url, apiKey: 'demo', maxRetries: 0 });
     const pending = c.chat.completions.create({ model: 'demo-model', messages: [user('hello')] }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 100));
+    // The request is in, held by the fault.
+    await waitFor(async () => (slow.requests().length > 0 ? true : undefined), 10_000, 10);
     const started = Date.now();
     await slow.close();
     expect(Date.now() - started).toBeLessThan(2000);

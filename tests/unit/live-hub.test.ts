@@ -1,5 +1,6 @@
 import { createLiveTextHub, type LiveTextHub, type LiveTextHubOptions } from '../../src/live/hub';
 import { LiveBatchSchema, LiveChunkSchema, type LiveChunk } from '../../src/live/chunk';
+import { waitFor } from '../helpers/http';
 
 const T = 'turn-1';
 
@@ -188,8 +189,7 @@ test('the unref-ed sweeper evicts without anyone reading', async () => {
   hubs.push(hub);
   hub.ingest([delta(0, 'x'), end(1)]);
   expect(hub.size()).toBe(1);
-  await new Promise((r) => setTimeout(r, 120));
-  expect(hub.size()).toBe(0);
+  await waitFor(async () => (hub.size() === 0 ? true : undefined), 10_000, 10);
 });
 
 test('beyond maxTurns the least recently active turns go first', () => {
