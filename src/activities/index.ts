@@ -173,7 +173,11 @@ export function createActivities(deps: ActivityDeps) {
             ...(input.toolCallId ? { toolCallId: input.toolCallId } : {}),
           }
         : undefined;
-      const catalog = await deps.hub.catalog();
+      // What an earlier attempt recorded, kept by every beat of this one until it learns more.
+      const carried = { ...(previous?.task ? { task: previous.task } : {}), ...(previous?.sent ? { sent: true } : {}), worker: workerId };
+      // A fresh worker may still be connecting its servers: the call beats while it waits for the
+      // catalog, or its heartbeat timeout would end this attempt before it began.
+      const catalog = await withHeartbeats(() => deps.hub.catalog(), carried);
       // The host's own tools (search, resources) are answered here, without an MCP server.
       if (input.server === HOST_SERVER) {
         return await hostTools.answer(input, catalog, async (entry) => {
@@ -340,7 +344,7 @@ export function createActivities(deps: ActivityDeps) {
           observe('transient_error', 'transient');
           throw ApplicationFailure.retryable(message, Failure.McpTransientError);
         }
-      });
+      }, details);
     },
   };
 }

@@ -3,15 +3,19 @@ import { Context } from '@temporalio/activity';
 import { sessionOfTurn } from '../shared/ids';
 import type { UserContext } from '../shared/user';
 
-/** Runs `work`, heartbeating on a timer meanwhile; `beat` sends details (repeated by the timer) at once. */
-export type WithHeartbeats = <T>(work: (beat: (details?: unknown) => void) => Promise<T>) => Promise<T>;
+/**
+ * Runs `work`, heartbeating on a timer meanwhile; `beat` sends details (repeated by the timer) at once.
+ * `initial`: what the timer sends until `beat` says otherwise. Each heartbeat replaces the details the
+ * next attempt reads, so a beat without them would forget what an earlier attempt recorded.
+ */
+export type WithHeartbeats = <T>(work: (beat: (details?: unknown) => void) => Promise<T>, initial?: unknown) => Promise<T>;
 
 /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
 export function heartbeatsEvery(heartbeatEveryMs: number): WithHeartbeats {
-  return async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>): Promise<T> {
+  return async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>, initial?: unknown): Promise<T> {
     const ctx = Context.current();
     // The timer repeats the latest details: they carry what a retry needs (a tool call's MCP task).
-    let last: unknown;
+    let last: unknown = initial;
     const beat = (details?: unknown) => {
       if (details !== undefined) last = details;
       ctx.heartbeat(last);
