@@ -138,3 +138,28 @@ test('with maxToolResultChars, the activity returns what the model will see: the
     await bounded.hub.close();
   }
 });
+
+test("a call beats while a fresh worker's catalog is still coming, keeping what the attempt before recorded", async () => {
+  // The catalog answers only once two heartbeats have left: without them this attempt would have
+  // timed out before it began (a worker still connecting its servers).
+  const beats: unknown[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const slow = Object.create(hub) as McpServerHub;
+  slow.catalog = async (...args: Parameters<McpServerHub['catalog']>) => {
+    await gate;
+    return await hub.catalog(...args);
+  };
+  const { acts: slowActs } = toolActivities(parseMcpConfig({ mcpServers: {} }, {}, dir), { hub: slow });
+  const env = new MockActivityEnvironment({ attempt: 2, heartbeatTimeoutMs: 3_000, heartbeatDetails: { sent: true, worker: 'gone@elsewhere' } });
+  env.on('heartbeat', (d: unknown) => {
+    beats.push(d);
+    if (beats.length === 2) release();
+  });
+  // Listing notes may run again (it is read-only): the call goes on and answers.
+  const out = (await env.run(slowActs.callTool, input('list_notes', {}))) as ToolOutcome;
+  expect(out.isError).toBe(false);
+  const first = beats[0] as { sent?: boolean; worker?: string };
+  expect(first.sent).toBe(true);
+  expect(first.worker).not.toBe('gone@elsewhere');
+});
