@@ -83,9 +83,13 @@ test('a tool the server runs as a task: the call returns its result through the 
   expect(server.state.calls).toEqual([{ tool: 'research', declared: true }]);
   expect(server.state.gets).toBeGreaterThan(0);
 
-  // A tool the server answers at once: a plain result, no task.
-  const greet = await new MockActivityEnvironment().run(acts.callTool, call('greet', { name: 'Ada' }));
+  // A tool the server answers at once: a plain result, no task; its progress reaches the activity.
+  const greetEnv = new MockActivityEnvironment();
+  const greetBeats: { progress?: unknown }[] = [];
+  greetEnv.on('heartbeat', (d: unknown) => greetBeats.push(d as { progress?: unknown }));
+  const greet = await greetEnv.run(acts.callTool, call('greet', { name: 'Ada' }));
   expect(greet).toMatchObject({ isError: false, text: 'Hello, Ada.' });
+  expect(greetBeats).toContainEqual(expect.objectContaining({ progress: { progress: 1, total: 1, message: 'working' } }));
   expect(server.state.tasks.size).toBe(1);
 });
 

@@ -104,6 +104,9 @@ export function createTasksServer(state: TaskServerState): Server {
   }));
   server.fallbackRequestHandler = async (request, ctx) => {
     if (request.method !== 'tools/call') throw new ProtocolError(-32601, `Method not found: ${request.method}`);
+    // A plain answer's progress goes to the token the request carries.
+    const progressToken = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    if (progressToken !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 1, message: 'working' } });
     // The SDK lifts the request's envelope (revision, client info and capabilities) out of its `_meta`.
     return callTool(state, (request.params ?? {}) as Parameters<typeof callTool>[1], ctx.mcpReq.envelope) as never;
   };
