@@ -6,26 +6,22 @@
  * is in the activity's heartbeat details is replaced, and the next worker waits for the same task (the
  * tool is not called again); cancelling the turn cancels the task on the server.
  */
-import { readFileSync } from 'node:fs';
 import { defaultPayloadConverter } from '@temporalio/common';
-import type { DemoRules } from '../../src/demo-model/rules';
 import { getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
 import { finish, startTasksServer } from '../helpers/modern-tasks-server';
-import { EXAMPLE_RULES, startSystem, type TestSystem } from '../helpers/system';
+import { exampleRulesWith, startSystem, type TestSystem } from '../helpers/system';
 
 let lab: Awaited<ReturnType<typeof startTasksServer>>;
 let sys: TestSystem;
 
 beforeAll(async () => {
   lab = await startTasksServer();
-  const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
-  const script = {
-    name: 'research-2026',
-    match: '(?i)^look into (.+)$',
-    steps: [{ toolCalls: [{ name: 'lab__research', arguments: { topic: '{{match.1}}' } }] }, { text: '{{tool:lab__research}}' }],
-  };
   sys = await startSystem({
-    rules: { ...base, scripts: [script, ...(base.scripts ?? [])] },
+    rules: exampleRulesWith({
+      name: 'research-2026',
+      match: '(?i)^look into (.+)$',
+      steps: [{ toolCalls: [{ name: 'lab__research', arguments: { topic: '{{match.1}}' } }] }, { text: '{{tool:lab__research}}' }],
+    }),
     extraServers: { lab: { url: lab.url, description: 'A 2026-07-28 server offering the tasks extension (protocol: auto)' } },
     // Heartbeats are throttled to 80% of the timeout: a short one lets the task's id reach Temporal soon.
     host: { timeouts: { toolHeartbeatMs: 3_000 } },
