@@ -9,8 +9,10 @@ module.exports = {
     '^.+/cookie/dist/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', isolatedModules: true }],
     // jose ships ESM only too (Node runs it through require(esm); jest cannot).
     '^.+/node_modules/jose/dist/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', isolatedModules: true }],
+    // So does @modelcontextprotocol/ext-tasks (MCP tasks on 2026-07-28, src/mcp/tasks-v2.ts).
+    '^.+/node_modules/@modelcontextprotocol/ext-tasks/dist/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', isolatedModules: true }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(light-my-request/node_modules/)?cookie/|jose/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(light-my-request/node_modules/)?cookie/|jose/|@modelcontextprotocol/ext-tasks/)'],
   // Suites that start real processes (Temporal, MCP servers, the demo model) need room.
   testTimeout: 60_000,
   // Two cores: the heavy suites run one at a time so timings stay sane.

@@ -338,7 +338,9 @@ export function createActivities(deps: ActivityDeps) {
             observe('permanent_error', 'permanent');
             throw ApplicationFailure.nonRetryable(message, Failure.McpPermanentError);
           }
-          if (err instanceof McpTransientError && err.requestSent && !safety.repeatable) {
+          // (A task the server made is not lost with the answer: the next attempt waits for it, by the id
+          // in the heartbeat details.)
+          if (err instanceof McpTransientError && err.requestSent && !safety.repeatable && !details.task) {
             throw outcomeUnknown(`the request was sent and the answer was lost (${err.reason})`);
           }
           observe('transient_error', 'transient');

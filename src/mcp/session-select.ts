@@ -142,7 +142,7 @@ function openAutoSession(target: SessionTarget, hooks: SessionHooks): McpSession
     sessionId: () => session?.sessionId(),
     protocolVersion: () => session?.protocolVersion?.(),
     serverCapabilities: () => session?.serverCapabilities(),
-    speaksTasks: () => session?.speaksTasks() ?? false,
+    taskMode: () => session?.taskMode() ?? 'none',
     callTool: (params, options) => proving(() => current().callTool(params, options)),
     callToolAsTask: (params, options, task) => proving(() => current().callToolAsTask(params, options, task)),
     rejoin: (sessionId, connectMs) => current().rejoin(sessionId, connectMs),

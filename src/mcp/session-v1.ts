@@ -65,7 +65,7 @@ export function openV1Session(target: SessionTarget, hooks: SessionHooks): McpSe
     sessionId: () => sessionIdOf(transport),
     protocolVersion: () => versioned.protocolVersion ?? negotiated,
     serverCapabilities: () => client.getServerCapabilities(),
-    speaksTasks: () => true,
+    taskMode: () => 'per-tool',
 
     callTool: (params, options) => client.callTool(params, CallToolResultSchema, options),
 

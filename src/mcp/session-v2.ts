@@ -12,8 +12,9 @@
  * - errors are handed on in the v1 SDK's vocabulary (`McpError`, `StreamableHTTPError`), which
  *   failures.ts classifies: one classification for both revisions.
  *
- * MCP tasks on this revision are an extension not spoken here yet: a tool that offers them is called
- * plainly, and a task an earlier attempt started on a 2025 connection cannot be looked up on this one.
+ * MCP tasks on this revision are an extension (`io.modelcontextprotocol/tasks`), spoken when the
+ * server's discovery offers it (tasks-v2.ts, decision 0038); a task an earlier attempt started on a
+ * 2025 connection cannot be looked up on this one (the tool is then called again, with the same key).
  */
 import type { Readable } from 'node:stream';
 import {
@@ -30,8 +31,9 @@ import {
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type GetPromptResult, type ListResourcesResult, type ListToolsResult, type ReadResourceResult, type ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import { InputRefused, MAX_INPUT_ROUNDS, answerInputRequests, isInputRequired, type InputRetry } from './input-required';
+import { InputRefused, MAX_INPUT_ROUNDS, answerInputRequests, isInputRequired, type InputRequired, type InputRetry } from './input-required';
 import type { McpSession, RequestLimits, SessionHooks, SessionTarget } from './session';
+import { offersTasks, openV2Tasks, type V2Tasks } from './tasks-v2';
 import { httpOptions, splitLines, stdioParams } from './transports';
 import { callerContext } from './user-token';
 
@@ -89,6 +91,8 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
   });
   const subscriptions: McpSubscription[] = [];
   let closing = false;
+  /** The tasks extension, once the server's discovery offered it. */
+  let tasks: V2Tasks | undefined;
 
   transport.onerror = (error: Error) => hooks.onTransportError(toPoolError(error) as Error);
   client.onclose = () => hooks.onClose();
@@ -101,22 +105,37 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
    * the call aborted to ask the user), then the request goes again with the answers.
    */
   async function withInput<T>(limits: RequestLimits, send: (retry: InputRetry | undefined) => Promise<unknown>): Promise<T> {
-    const caller = callerContext.getStore();
     let retry: InputRetry | undefined;
     try {
       for (let round = 0; round <= MAX_INPUT_ROUNDS; round++) {
         const result = await send(retry);
         if (!isInputRequired(result)) return result as T;
-        retry = await answerInputRequests(result, {
-          serverRequests: hooks.serverRequests,
-          roots: () => hooks.roots(),
-          ...(caller ? { caller } : {}),
-          ...(limits.signal ? { signal: limits.signal } : {}),
-        });
+        retry = await answerInput(result, limits.signal);
       }
       throw new InputRefused(`${hooks.serverRequests.server} kept asking for input (more than ${MAX_INPUT_ROUNDS} rounds)`);
     } catch (error) {
       throw toPoolError(error, limits.timeout);
+    }
+  }
+
+  /** What a call or a task asks, answered for the call it came in (its async context) — or the user is asked. */
+  function answerInput(asked: InputRequired, signal: AbortSignal | undefined): Promise<InputRetry> {
+    const caller = callerContext.getStore();
+    return answerInputRequests(asked, {
+      serverRequests: hooks.serverRequests,
+      roots: () => hooks.roots(),
+      ...(caller ? { caller } : {}),
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** A task request in the pool's words (failures.ts); without the extension there is no task to ask about. */
+  async function onTasks<T>(timeoutMs: number, run: (t: V2Tasks) => Promise<T>): Promise<T> {
+    if (!tasks) throw new Error(`${hooks.serverRequests.server} offers no MCP tasks on 2026-07-28`);
+    try {
+      return await run(tasks);
+    } catch (error) {
+      throw toPoolError(error, timeoutMs);
     }
   }
 
@@ -149,6 +168,15 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
       }
       const discover = client.getDiscoverResult();
       if (discover) target.discovery?.set({ kind: 'modern', discover });
+      if (offersTasks(client.getServerCapabilities())) {
+        tasks = openV2Tasks(client, transport, {
+          endpointId: target.cfg.name,
+          revision: MODERN_REVISION,
+          clientInfo: target.clientInfo,
+          clientCapabilities: target.capabilities as Record<string, unknown>,
+          answer: answerInput,
+        });
+      }
       listenForToolChanges();
     },
     pid: () => (transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined),
@@ -156,17 +184,17 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
     sessionId: () => undefined,
     protocolVersion: () => MODERN_REVISION,
     serverCapabilities: () => client.getServerCapabilities() as ServerCapabilities | undefined,
-    speaksTasks: () => false,
+    taskMode: () => (tasks ? 'per-call' : 'none'),
 
     callTool: (params, options) =>
       withInput(options, (retry) => client.callTool({ ...params, ...retryParams(retry) } as Parameters<Client['callTool']>[0], { ...options, ...manual })),
-    // Tasks are an extension on this revision (not spoken here yet): the tool is called plainly.
-    callToolAsTask: (params, options) =>
-      withInput(options, (retry) => client.callTool({ ...params, ...retryParams(retry) } as Parameters<Client['callTool']>[0], { ...options, ...manual })),
+    // The call declares the tasks extension; the server answers with a result, a question, or a task.
+    callToolAsTask: (params, options, task) =>
+      withInput(options, (retry) => (tasks ? tasks.callRound({ ...params, ...retryParams(retry) }, options, task) : client.callTool({ ...params, ...retryParams(retry) } as Parameters<Client['callTool']>[0], { ...options, ...manual }))),
     rejoin: () => Promise.reject(new Error('MCP 2026-07-28 has no sessions to rejoin')),
-    getTask: () => Promise.reject(new Error('MCP tasks are not spoken on 2026-07-28 connections yet')),
-    getTaskResult: () => Promise.reject(new Error('MCP tasks are not spoken on 2026-07-28 connections yet')),
-    cancelTask: () => Promise.reject(new Error('MCP tasks are not spoken on 2026-07-28 connections yet')),
+    getTask: (taskId, limits) => onTasks(limits.timeout, (t) => t.getTask(taskId, limits)),
+    getTaskResult: (taskId, limits) => onTasks(limits.timeout, (t) => t.getTaskResult(taskId, limits)),
+    cancelTask: (taskId, limits) => onTasks(limits.timeout, (t) => t.cancelTask(taskId, limits)),
 
     async listTools(cursor, limits) {
       try {
@@ -209,6 +237,7 @@ export function openV2Session(target: SessionTarget, hooks: SessionHooks, opts: 
     async close() {
       closing = true;
       await Promise.all(subscriptions.splice(0).map((s) => s.close().catch(noop)));
+      await tasks?.close().catch(noop);
       await client.close();
     },
   };

@@ -91,6 +91,8 @@ export interface ToolCallParams {
   _meta?: Record<string, unknown>;
 }
 
+export type TaskMode = 'none' | 'per-tool' | 'per-call';
+
 /** Reading the tasks of one session: the connection's own, or of a session rejoined to find one. */
 export interface TaskReader {
   /** The task's status, or a rejection when the server does not know it. */
@@ -121,8 +123,12 @@ export interface McpSession extends TaskReader {
   protocolVersion?(): string | undefined;
   /** What the server declared in the handshake. */
   serverCapabilities(): ServerCapabilities | undefined;
-  /** Whether MCP tasks are spoken on this connection (`callToolAsTask` and the task readers mean something). */
-  speaksTasks(): boolean;
+  /**
+   * How MCP tasks are spoken on this connection (`callToolAsTask` and the task readers mean something
+   * unless `none`): `per-tool` on 2025-11-25 (the tool listing says which tools run as tasks), `per-call`
+   * with the 2026-07-28 tasks extension (any call may become a task: the server's choice).
+   */
+  taskMode(): TaskMode;
 
   /** A plain `tools/call`; resolves with the raw result (checked by the caller). */
   callTool(params: ToolCallParams, options: ToolCallOptions): Promise<unknown>;

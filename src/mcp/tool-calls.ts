@@ -102,13 +102,22 @@ async function sendToolCall(ctx: ToolCallContext, slot: Slot, conn: Connection, 
   }
   const params = { name: req.tool, arguments: req.arguments, ...(req.meta ? { _meta: req.meta } : {}) };
   const options = requestOptions(ctx, slot, req, timeout);
+  const totalMs = Math.min(callTotalMsOf(slot.cfg), req.totalTimeoutMs ?? Infinity);
+  const mode = conn.session.taskMode();
+  if (mode === 'per-call') {
+    // MCP 2026-07-28 with the tasks extension (tasks-v2.ts): any call may come back as a task, the
+    // server's choice. It may as well be applied at once, so it is reported sent first; a task it
+    // becomes is reported too (`onTask`), and a later attempt waits for that task.
+    req.onSend?.();
+    return await callAsTask(conn, params, { ...options, maxTotalTimeout: Math.max(options.timeout, totalMs) }, req);
+  }
   // The listing is cached per connection; without one, the tool is called plainly. A connection that
-  // speaks no tasks (MCP 2026-07-28, session-v2.ts) needs none: its call is one round trip.
-  const listed = conn.session.speaksTasks() ? await listTools(ctx.connections.logger, slot, conn).catch((): Tool[] => []) : [];
+  // speaks no tasks needs none: its call is one round trip.
+  const listed = mode === 'per-tool' ? await listTools(ctx.connections.logger, slot, conn).catch((): Tool[] => []) : [];
   const taskSupport = listed.find((t) => t.name === req.tool)?.execution?.taskSupport;
   if (taskSupport !== 'required' && taskSupport !== 'optional') {
     req.onSend?.();
-    return await callWithinTotal(conn, params, options, Math.min(callTotalMsOf(slot.cfg), req.totalTimeoutMs ?? Infinity));
+    return await callWithinTotal(conn, params, options, totalMs);
   }
   // A task's creation is reported instead (`onTask`): what a later attempt needs is the task to rejoin.
   return await callAsTask(conn, params, options, req);

@@ -6,12 +6,10 @@
  * again. A task call without a crash works too, and its progress reaches the user. Cancelling the turn
  * while the task runs cancels the task on the server.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, spawnManaged, type ManagedProcess } from '../../src/cli/processes';
-import type { DemoRules } from '../../src/demo-model/rules';
 import { getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
-import { EXAMPLE_RULES, ROOT, startSystem, type TestSystem } from '../helpers/system';
+import { ROOT, exampleRulesWith, startSystem, type TestSystem } from '../helpers/system';
 
 const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 let sys: TestSystem;
@@ -23,14 +21,12 @@ beforeAll(async () => {
     env: { ...process.env, PORT: String(port) },
     readyLine: /listening on port/,
   }));
-  const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
-  const script = {
-    name: 'research-over-http',
-    match: '(?i)^research (.+)$',
-    steps: [{ toolCalls: [{ name: 'research__simulate-research-query', arguments: { topic: '{{match.1}}' } }] }, { text: '{{tool:research__simulate-research-query}}' }],
-  };
   sys = await startSystem({
-    rules: { ...base, scripts: [script, ...(base.scripts ?? [])] },
+    rules: exampleRulesWith({
+      name: 'research-over-http',
+      match: '(?i)^research (.+)$',
+      steps: [{ toolCalls: [{ name: 'research__simulate-research-query', arguments: { topic: '{{match.1}}' } }] }, { text: '{{tool:research__simulate-research-query}}' }],
+    }),
     extraServers: { research: { url: `http://127.0.0.1:${port}/mcp`, transport: 'streamable-http' } },
     // A worker learns that its activity was cancelled only from a heartbeat's answer, and heartbeats
     // are throttled to 80% of the timeout: the default 20 s would let the 4 s research finish first.

@@ -10,7 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { McpServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
+import { McpServer, type Server as LowLevelServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
@@ -114,10 +114,15 @@ export const newModernState = (): ModernServerState => ({ eras: [], orders: new 
 
 /** Serves the test server over Streamable HTTP on a free loopback port. */
 export async function startModernServer(state: ModernServerState = newModernState(), port = 0): Promise<{ url: string; state: ModernServerState; close(): Promise<void> }> {
-  const handler = createMcpHandler((ctx) => {
-    state.eras.push(ctx.era);
-    return createModernServer(state, ctx.era);
-  });
+  return await serveModern(state, (era) => {
+    state.eras.push(era);
+    return createModernServer(state, era);
+  }, port);
+}
+
+/** Serves a server made per request (`create`, given the request's era) over Streamable HTTP on loopback. */
+export async function serveModern<S>(state: S, create: (era: string) => McpServer | LowLevelServer, port = 0): Promise<{ url: string; state: S; close(): Promise<void> }> {
+  const handler = createMcpHandler((ctx) => create(ctx.era));
   const serve = toNodeHandler(handler);
   const http: Server = createServer((req, res) => void serve(req, res));
   await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));

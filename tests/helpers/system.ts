@@ -47,6 +47,12 @@ export const EVERYTHING_SERVER = path.join(ROOT, 'node_modules/@modelcontextprot
 export const NOTES_SERVER = path.join(DIST, 'examples/servers/notes-server.js');
 export const EXAMPLE_RULES = path.join(ROOT, 'examples/demo-model/rules.json');
 
+/** The demo model's example rules, with `scripts` tried before theirs. */
+export function exampleRulesWith(...scripts: NonNullable<DemoRules['scripts']>): DemoRules {
+  const base = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
+  return { ...base, scripts: [...scripts, ...(base.scripts ?? [])] };
+}
+
 export function requireBuild(): void {
   if (!existsSync(path.join(DIST, 'src/worker.js')) || !existsSync(NOTES_SERVER)) {
     throw new Error('dist/ is missing: run `npm test` (it builds first) or `bash scripts/setup.sh`');
