@@ -8,9 +8,9 @@ import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
 import type { PredecessorSeen, TurnEnd, TurnMemory } from './shared/session';
-import { llmMessagesOf } from './core/history';
+import { readLegacySession } from './legacy-sessions';
 import type { TurnResult, TurnState } from './shared/turn';
-import { predecessorEndedSignal, type SessionSinks, sessionStateQuery, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
+import { predecessorEndedSignal, type SessionSinks, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSignal'>): SessionLink {
   return {
@@ -30,7 +30,7 @@ export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSi
 
     async predecessor(after, skip, legacySession) {
       const legacy = async (): Promise<PredecessorSeen> => {
-        const memory = legacySession ? await legacyMemory(client, legacySession) : undefined;
+        const memory = legacySession ? (await readLegacySession(client, legacySession))?.memory : undefined;
         return memory ? { state: 'ended', memory } : { state: 'ended' };
       };
       for (const turnId of after) {
@@ -139,20 +139,6 @@ function memoryOf(end: ClosedTurn): TurnMemory | 'legacy' | undefined {
     return (end.cause.details?.[0] as TurnResult | undefined)?.memory;
   }
   return undefined;
-}
-
-/**
- * The memory of a session begun before the chain, as its session workflow (decision 0016) holds it:
- * the summary and the completed exchanges of its transcript. None when it has no such workflow.
- */
-async function legacyMemory(client: Pick<Client, 'workflow'>, sessionWorkflowId: string): Promise<TurnMemory | undefined> {
-  try {
-    const view = await client.workflow.getHandle(sessionWorkflowId).query(sessionStateQuery);
-    return { ...(view.summary ? { summary: view.summary } : {}), messages: llmMessagesOf(view.messages, 0) };
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
-  }
 }
 
 /**

@@ -118,6 +118,17 @@ export interface SessionView {
 }
 
 
+/**
+ * A session of decision 0016's protocol, migrated (decision 0041): what its session workflow held, as
+ * the input and the result of the closed carrier (`sessionMemoryWorkflow`) that took over its id.
+ */
+export interface SessionMemory {
+  /** The session as its `sessionState` query answered at the migration: its transcript, for the API's view. */
+  view: SessionView;
+  /** What its next turn begins with: the summary and the completed exchanges of that transcript. */
+  memory: TurnMemory;
+}
+
 /** A turn as its session checks on it when its end was not announced (the `turnOutcome` activity). */
 export type TurnSeen = { state: 'running' } | { state: 'missing' } | { state: 'ended'; end: TurnEnd };
 

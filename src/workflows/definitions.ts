@@ -69,6 +69,8 @@ export interface SessionSinks extends Sinks {
 
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';
 export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
+/** The closed carrier of a migrated session's memory (src/workflows/session-memory.ts, decision 0041). */
+export const SESSION_MEMORY_WORKFLOW_TYPE = 'sessionMemoryWorkflow';
 
 /** The turn's state; events are limited to those with an id greater than the argument. */
 export const turnStateQuery = defineQuery<TurnState, [afterEventId?: number]>('turnState');

@@ -6,7 +6,8 @@ import { sleep } from '@temporalio/workflow';
 import { turnWorkflow as realTurnWorkflow } from '../../../src/workflows/turn';
 import { sessionWorkflow as realSessionWorkflow } from '../../../src/workflows/session';
 import type { TurnInput, TurnState } from '../../../src/shared/turn';
-import type { SessionInput } from '../../../src/shared/session';
+import { sessionMemoryWorkflow as realSessionMemoryWorkflow } from '../../../src/workflows/session-memory';
+import type { SessionInput, SessionMemory } from '../../../src/shared/session';
 
 export { catalogWorkflow } from '../../../src/workflows/catalog';
 
@@ -18,4 +19,9 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
 export async function sessionWorkflow(input: SessionInput): Promise<void> {
   await sleep('1 millisecond');
   return await realSessionWorkflow(input);
+}
+
+export async function sessionMemoryWorkflow(carried: SessionMemory): Promise<SessionMemory> {
+  await sleep('1 millisecond');
+  return await realSessionMemoryWorkflow(carried);
 }
