@@ -1,21 +1,15 @@
 /**
  * Sessions begun before the chain of turns (decision 0016), as the worker's chain and the API's view
- * read them: the closed carrier a migration left under the session workflow's id (decision 0041), or,
- * until the migration has run, the session workflow itself by its `sessionState` query.
+ * read them: the closed carrier their migration left under the session workflow's id (decision 0041).
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { llmMessagesOf } from './core/history';
-import type { SessionMemory, SessionView, TurnMemory } from './shared/session';
-import { SESSION_MEMORY_WORKFLOW_TYPE, sessionStateQuery } from './workflows/definitions';
-
-/** The memory a session workflow held for its next turn: its summary and the completed exchanges of its transcript. */
-export function memoryOfView(view: SessionView): TurnMemory {
-  return { ...(view.summary ? { summary: view.summary } : {}), messages: llmMessagesOf(view.messages, 0) };
-}
+import type { SessionMemory } from './shared/session';
+import { SESSION_MEMORY_WORKFLOW_TYPE } from './workflows/definitions';
 
 /**
- * What the session of `workflowId` held: a carrier's result (it closes at once: the read waits for a
- * worker at most), or a session workflow's answer. None when no workflow has that id.
+ * What the session of `workflowId` held: its carrier's result (a carrier closes at once: the read
+ * waits for a worker at most). None when no workflow has that id. Anything else under it is a session
+ * workflow the migration of the release before missed (decision 0041): an error that says so.
  */
 export async function readLegacySession(client: Pick<Client, 'workflow'>, workflowId: string): Promise<SessionMemory | undefined> {
   const handle = client.workflow.getHandle(workflowId);
@@ -26,7 +20,8 @@ export async function readLegacySession(client: Pick<Client, 'workflow'>, workfl
     if (err instanceof WorkflowNotFoundError) return undefined;
     throw err;
   }
-  if (type === SESSION_MEMORY_WORKFLOW_TYPE) return (await handle.result()) as SessionMemory;
-  const view = await handle.query(sessionStateQuery);
-  return { view, memory: memoryOfView(view) };
+  if (type !== SESSION_MEMORY_WORKFLOW_TYPE) {
+    throw new Error(`${workflowId} is a ${type}, not a migrated session: run the session migration of decision 0041 (the release before) first`);
+  }
+  return (await handle.result()) as SessionMemory;
 }

@@ -1,31 +1,19 @@
 /**
- * Wiring: the worker's Temporal client behind the session-link activities (src/activities/session-link.ts),
- * for turns the API starts beside their session (docs/decisions/0016-the-session-hop.md).
+ * Wiring: the worker's Temporal client behind the session-link activity (src/activities/session-link.ts)
+ * and sink, for the turns of a session's chain (docs/decisions/0033-session-protocol-floor.md).
  */
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, type SignalDefinition, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
-import type { PredecessorSeen, TurnEnd, TurnMemory } from './shared/session';
+import type { PredecessorSeen, TurnMemory } from './shared/session';
 import { readLegacySession } from './legacy-sessions';
-import type { TurnResult, TurnState } from './shared/turn';
-import { predecessorEndedSignal, type SessionSinks, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
+import type { TurnResult } from './shared/turn';
+import { predecessorEndedSignal, type SessionSinks } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSignal'>): SessionLink {
   return {
-    async admission(sessionWorkflowId, turnId) {
-      try {
-        return await client.workflow.getHandle(sessionWorkflowId).query(turnAdmissionQuery, turnId);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return { state: 'unknown' };
-        throw err;
-      }
-    },
-
-    // Nobody is left to tell when the session, or a follower cancelled while it waited, has closed.
-    announce: (sessionWorkflowId, end) => signalIfOpen(client, sessionWorkflowId, turnEndedSignal, end),
-
     tellFollower: (followerId, ended) => signalIfOpen(client, followerId, predecessorEndedSignal, ended),
 
     async predecessor(after, skip, legacySession) {
@@ -43,26 +31,6 @@ export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSi
         // Cancelled, terminated, or ended before it read a memory: the one before it holds the same.
       }
       return await legacy();
-    },
-
-    async outcome(turnId) {
-      const seen = await lookAt(client, turnId);
-      if (seen.state !== 'closed') return { state: seen.state };
-      const ended = (s: TurnEnd['status'], content: string) => ({ state: 'ended' as const, end: { turnId, status: s, content } });
-      const { end } = seen;
-      switch (end.status) {
-        case 'COMPLETED':
-          return ended('completed', (end.value as TurnState).text ?? '');
-        case 'CANCELLED':
-          return ended('cancelled', 'The turn was cancelled.');
-        case 'FAILED': {
-          const state = end.cause instanceof ApplicationFailure && end.cause.type === Failure.TurnFailed ? (end.cause.details?.[0] as TurnState | undefined) : undefined;
-          return ended('failed', state?.error?.message ?? end.cause?.message ?? 'The turn failed.');
-        }
-        default:
-          // Terminated or timed out: the turn never said how it ended.
-          return ended('failed', `The turn was ${end.status.toLowerCase().replace('_', ' ')}.`);
-      }
     },
   };
 }
@@ -149,12 +117,6 @@ function memoryOf(end: ClosedTurn): TurnMemory | 'legacy' | undefined {
 export function sessionSinks(link: SessionLink, onError: (target: string, turnId: string, err: unknown) => void): InjectedSinks<SessionSinks> {
   return {
     session: {
-      turnEnded: {
-        fn: (_info, sessionWorkflowId, end) => {
-          void withRetries(() => link.announce(sessionWorkflowId, end)).catch((err: unknown) => onError(sessionWorkflowId, end.turnId, err));
-        },
-        callDuringReplay: false,
-      },
       predecessorEnded: {
         fn: (_info, followerId, ended) => {
           void withRetries(() => link.tellFollower(followerId, ended)).catch((err: unknown) => onError(followerId, ended.turnId, err));

@@ -55,7 +55,7 @@ export async function captureBasic(): Promise<void> {
 /**
  * A session as the chain of its turns (decision 0033): a turn queued behind a slow one, one cancelled
  * while it waited, and one whose memory outgrew the threshold and was summarized. (The session
- * workflows' own histories, session-run-*.json, come from before the chain and stay for their replay.)
+ * workflows' own histories, session-run-*.json, are retired with that workflow: decision 0041.)
  */
 export async function captureSession(): Promise<void> {
   const rules: DemoRules = {
@@ -176,7 +176,7 @@ export async function captureSampling(): Promise<void> {
 }
 
 /**
- * A turn and its session as workers run them since tracing (the OpenTelemetry interceptors in the
+ * A turn as workers run them since tracing (the OpenTelemetry interceptors in the
  * bundle, trace context in the start, update, child and activity headers), with a tracer provider
  * in this process so the client's span is real.
  */
@@ -195,7 +195,7 @@ export async function captureTraced(): Promise<void> {
 }
 
 /**
- * A turn and its session with payloads sealed under the test key of tests/histories/sealed (as
+ * A turn with payloads sealed under the test key of tests/histories/sealed (as
  * fetched: ciphertext), for the replay of encoded histories after a key rotation.
  */
 export async function captureSealed(): Promise<void> {

@@ -4,10 +4,9 @@
  */
 import { sleep } from '@temporalio/workflow';
 import { turnWorkflow as realTurnWorkflow } from '../../../src/workflows/turn';
-import { sessionWorkflow as realSessionWorkflow } from '../../../src/workflows/session';
 import type { TurnInput, TurnState } from '../../../src/shared/turn';
 import { sessionMemoryWorkflow as realSessionMemoryWorkflow } from '../../../src/workflows/session-memory';
-import type { SessionInput, SessionMemory } from '../../../src/shared/session';
+import type { SessionMemory } from '../../../src/shared/session';
 
 export { catalogWorkflow } from '../../../src/workflows/catalog';
 
@@ -16,10 +15,6 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   return await realTurnWorkflow(input);
 }
 
-export async function sessionWorkflow(input: SessionInput): Promise<void> {
-  await sleep('1 millisecond');
-  return await realSessionWorkflow(input);
-}
 
 export async function sessionMemoryWorkflow(carried: SessionMemory): Promise<SessionMemory> {
   await sleep('1 millisecond');
