@@ -1,36 +1,24 @@
 /**
- * Wiring: the worker's Temporal client behind the session-link activities (src/activities/session-link.ts),
- * for turns the API starts beside their session (docs/decisions/0016-the-session-hop.md).
+ * Wiring: the worker's Temporal client behind the session-link activity (src/activities/session-link.ts)
+ * and sink, for the turns of a session's chain (docs/decisions/0033-session-protocol-floor.md).
  */
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, type SignalDefinition, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import { Failure } from './shared/failures';
-import type { PredecessorSeen, TurnEnd, TurnMemory } from './shared/session';
-import { llmMessagesOf } from './core/history';
-import type { TurnResult, TurnState } from './shared/turn';
-import { predecessorEndedSignal, type SessionSinks, sessionStateQuery, turnAdmissionQuery, turnEndedSignal } from './workflows/definitions';
+import type { PredecessorSeen, TurnMemory } from './shared/session';
+import { readLegacySession } from './legacy-sessions';
+import type { TurnResult } from './shared/turn';
+import { predecessorEndedSignal, type SessionSinks } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSignal'>): SessionLink {
   return {
-    async admission(sessionWorkflowId, turnId) {
-      try {
-        return await client.workflow.getHandle(sessionWorkflowId).query(turnAdmissionQuery, turnId);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return { state: 'unknown' };
-        throw err;
-      }
-    },
-
-    // Nobody is left to tell when the session, or a follower cancelled while it waited, has closed.
-    announce: (sessionWorkflowId, end) => signalIfOpen(client, sessionWorkflowId, turnEndedSignal, end),
-
     tellFollower: (followerId, ended) => signalIfOpen(client, followerId, predecessorEndedSignal, ended),
 
     async predecessor(after, skip, legacySession) {
       const legacy = async (): Promise<PredecessorSeen> => {
-        const memory = legacySession ? await legacyMemory(client, legacySession) : undefined;
+        const memory = legacySession ? (await readLegacySession(client, legacySession))?.memory : undefined;
         return memory ? { state: 'ended', memory } : { state: 'ended' };
       };
       for (const turnId of after) {
@@ -43,26 +31,6 @@ export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSi
         // Cancelled, terminated, or ended before it read a memory: the one before it holds the same.
       }
       return await legacy();
-    },
-
-    async outcome(turnId) {
-      const seen = await lookAt(client, turnId);
-      if (seen.state !== 'closed') return { state: seen.state };
-      const ended = (s: TurnEnd['status'], content: string) => ({ state: 'ended' as const, end: { turnId, status: s, content } });
-      const { end } = seen;
-      switch (end.status) {
-        case 'COMPLETED':
-          return ended('completed', (end.value as TurnState).text ?? '');
-        case 'CANCELLED':
-          return ended('cancelled', 'The turn was cancelled.');
-        case 'FAILED': {
-          const state = end.cause instanceof ApplicationFailure && end.cause.type === Failure.TurnFailed ? (end.cause.details?.[0] as TurnState | undefined) : undefined;
-          return ended('failed', state?.error?.message ?? end.cause?.message ?? 'The turn failed.');
-        }
-        default:
-          // Terminated or timed out: the turn never said how it ended.
-          return ended('failed', `The turn was ${end.status.toLowerCase().replace('_', ' ')}.`);
-      }
     },
   };
 }
@@ -142,20 +110,6 @@ function memoryOf(end: ClosedTurn): TurnMemory | 'legacy' | undefined {
 }
 
 /**
- * The memory of a session begun before the chain, as its session workflow (decision 0016) holds it:
- * the summary and the completed exchanges of its transcript. None when it has no such workflow.
- */
-async function legacyMemory(client: Pick<Client, 'workflow'>, sessionWorkflowId: string): Promise<TurnMemory | undefined> {
-  try {
-    const view = await client.workflow.getHandle(sessionWorkflowId).query(sessionStateQuery);
-    return { ...(view.summary ? { summary: view.summary } : {}), messages: llmMessagesOf(view.messages, 0) };
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
-  }
-}
-
-/**
  * The worker's side of a turn's end: it signals the session as soon as the turn's last activation
  * ran, without holding up the workflow task (not awaited), tried again a few times. A signal lost
  * anyway costs the session a wait until it checks on the turn; it is never the turn's record.
@@ -163,12 +117,6 @@ async function legacyMemory(client: Pick<Client, 'workflow'>, sessionWorkflowId:
 export function sessionSinks(link: SessionLink, onError: (target: string, turnId: string, err: unknown) => void): InjectedSinks<SessionSinks> {
   return {
     session: {
-      turnEnded: {
-        fn: (_info, sessionWorkflowId, end) => {
-          void withRetries(() => link.announce(sessionWorkflowId, end)).catch((err: unknown) => onError(sessionWorkflowId, end.turnId, err));
-        },
-        callDuringReplay: false,
-      },
       predecessorEnded: {
         fn: (_info, followerId, ended) => {
           void withRetries(() => link.tellFollower(followerId, ended)).catch((err: unknown) => onError(followerId, ended.turnId, err));

@@ -12,9 +12,6 @@ import { temporal } from '@temporalio/proto';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import type { DemoModelHandle } from '../../src/demo-model/server';
-import { ownerKey } from '../../src/api/gateway';
-import { sessionWorkflowId } from '../../src/shared/ids';
-import { SESSION_WORKFLOW_TYPE, sessionStateQuery } from '../../src/workflows/definitions';
 import { parseSseBlock, takeSseBlocks } from '../../src/shared/sse';
 
 const E = temporal.api.enums.v1.EventType;
@@ -241,37 +238,22 @@ export async function turnTimeline(client: Client, turnId: string, t0Epoch: numb
 }
 
 /**
- * History events of a session so far: the session workflow found through visibility by its
- * SessionId search attribute (as an operator would), every run of it (continue-as-new) counted.
+ * History events of a session's own workflows so far, found through visibility by its SessionId
+ * search attribute (as an operator would), every run counted: none since sessions are chains of turns
+ * (decision 0033) and the session workflows of decision 0016 are gone (decision 0041).
  */
 export async function sessionHistoryEvents(client: Client, sessionId: string): Promise<{ events: number; runs: number }> {
-  const query = `WorkflowType = '${SESSION_WORKFLOW_TYPE}' AND SessionId = '${sessionId}'`;
-  // Visibility trails the start by a moment; the session exists once its first POST has answered.
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const runs: Array<{ workflowId: string; runId: string }> = [];
-    for await (const w of client.workflow.list({ query })) runs.push({ workflowId: w.workflowId, runId: w.runId });
-    if (runs.length > 0) {
-      let events = 0;
-      for (const r of runs) events += (await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory()).events?.length ?? 0;
-      return { events, runs: runs.length };
-    }
-    if (Date.now() > deadline) throw new Error(`no session workflow found with ${query}`);
-    await new Promise((r) => setTimeout(r, 20));
+  const query = `WorkflowType = 'sessionWorkflow' AND SessionId = '${sessionId}'`;
+  let events = 0;
+  let runs = 0;
+  for await (const w of client.workflow.list({ query })) {
+    runs += 1;
+    events += (await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events?.length ?? 0;
   }
+  return { events, runs };
 }
 
-/**
- * Waits until the session has settled its last turn (no active or queued turn), so the next message
- * is not held behind the previous turn's bookkeeping and history counts are complete.
- */
-export async function waitSessionIdle(client: Client, owner: { id: string; tenant: string }, sessionId: string, timeoutMs = 30_000): Promise<void> {
-  const handle = client.workflow.getHandle(sessionWorkflowId(ownerKey(owner), sessionId));
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const view = await handle.query(sessionStateQuery);
-    if (view.activeTurnId === undefined && view.queuedTurnIds.length === 0) return;
-    if (Date.now() > deadline) throw new Error(`session ${sessionId} still busy after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Waits until the turn's workflow has closed, so the next message does not wait behind its last task and history counts are complete. */
+export async function waitTurnClosed(client: Client, turnId: string): Promise<void> {
+  await client.workflow.getHandle(turnId).result();
 }

@@ -9,7 +9,7 @@ import {
   sessionHistoryEvents,
   timedApiTurn,
   turnTimeline,
-  waitSessionIdle,
+  waitTurnClosed,
   type ChatBody,
   type TimedApiTurn,
   type TurnTimeline,
@@ -57,8 +57,7 @@ export interface StreamingResult {
   history: { rows: StreamingHistoryRow[]; sessionFirstTurnEvents: number; sessionRuns: number };
 }
 
-export async function streamingSection(sys: TestSystem, opts: Options, user: UserContext): Promise<StreamingResult> {
-  const owner = { id: user.id, tenant: user.tenant };
+export async function streamingSection(sys: TestSystem, opts: Options, _user: UserContext): Promise<StreamingResult> {
   const token = await sys.token('admin');
   const openai = directClient(sys.model);
   // A fixed pause after every text chunk for every request of this section, durable and direct alike.
@@ -78,7 +77,7 @@ export async function streamingSection(sys: TestSystem, opts: Options, user: Use
       if (t.liveText !== expected) liveTextMismatches += 1;
       const req = recordedLlmRequest(sys.model, tag);
       lastBody = req.body;
-      await waitSessionIdle(sys.client, owner, sessionId);
+      await waitTurnClosed(sys.client, t.turnId);
       return { ...t, llmRequestAtModel: req.atEpoch - t.t0Epoch };
     };
     const direct = async () => {
@@ -140,7 +139,7 @@ export async function streamingSection(sys: TestSystem, opts: Options, user: Use
         const tag = nextTag();
         const t = await timedApiTurn(sys.apiUrl, token, histSession, streamMessage(reply, tag));
         if (t.finalText !== STREAM_REPLIES[reply]) throw new Error(`history turn ${t.turnId} answered ${JSON.stringify(t.finalText?.slice(0, 80))}`);
-        await waitSessionIdle(sys.client, owner, histSession);
+        await waitTurnClosed(sys.client, t.turnId);
         const tl = await turnTimeline(sys.client, t.turnId, t.t0Epoch);
         const s = await sessionHistoryEvents(sys.client, histSession);
         sessionRuns = s.runs;

@@ -1,22 +1,15 @@
 /**
- * The activities of a turn the API started for its session (docs/decisions/0016-the-session-hop.md):
- * joining the session when it waited behind another turn, and the session's check on a turn that
- * never said how it ended. Both run as local activities; the Temporal calls behind them live in
+ * The activity of a turn of the chain (docs/decisions/0033-session-protocol-floor.md): the memory of
+ * the turn before it. It runs as a local activity; the Temporal calls behind it live in
  * src/session-link.ts (this ring uses @temporalio/activity only).
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { PredecessorEnded, PredecessorSeen, TurnAdmission, TurnEnd, TurnSeen } from '../shared/session';
+import type { PredecessorEnded, PredecessorSeen } from '../shared/session';
 
-/** The session and turn workflows as one worker reaches them (src/session-link.ts). */
+/** The turn workflows of a session as one worker reaches them (src/session-link.ts). */
 export interface SessionLink {
-  /** One `turnAdmission` query; `unknown` also when the session workflow does not exist (yet). */
-  admission(sessionWorkflowId: string, turnId: string): Promise<TurnAdmission>;
-  /** Signals `turnEnded` (the worker's sink calls it); nothing when the session is gone (nobody is left to tell). */
-  announce(sessionWorkflowId: string, end: TurnEnd): Promise<void>;
   /** Signals `predecessorEnded` to a turn of the chain waiting for this one (the worker's sink calls it). */
   tellFollower(followerId: string, ended: PredecessorEnded): Promise<void>;
-  /** How a turn stands, from Temporal: running, gone (never started), or how it ended. */
-  outcome(turnId: string): Promise<TurnSeen>;
   /**
    * The chain (decision 0033): the first of `after` (nearest first, `skip` left out) that runs, is
    * missing, or ended with a memory; `ended` without one when none of them holds any.
@@ -27,13 +20,8 @@ export interface SessionLink {
 export interface PredecessorInput {
   after: string[];
   skip: string[];
-  /** ChainInput.legacySession: where the memory is when the turns before hold none. */
+  /** ChainInput.legacySession: where the memory is when the turns before hold none (a carrier, decision 0041). */
   legacySession?: string;
-}
-
-export interface JoinSessionInput {
-  sessionWorkflowId: string;
-  turnId: string;
 }
 
 export function createSessionLinkActivities(link: SessionLink | undefined) {
@@ -42,21 +30,9 @@ export function createSessionLinkActivities(link: SessionLink | undefined) {
     throw ApplicationFailure.nonRetryable('this worker has no link to session workflows', 'SessionLinkMissing');
   };
   return {
-    /**
-     * The session's answer for a turn queued behind another. The API started the turn after the
-     * session registered it, so one query suffices; an error is retried by the activity's policy.
-     */
-    async joinSession(input: JoinSessionInput): Promise<TurnAdmission> {
-      return await linked().admission(input.sessionWorkflowId, input.turnId);
-    },
-
     /** The memory of the turn before, or that it still runs or is missing (a local activity of the chain). */
     async predecessorMemory(input: PredecessorInput): Promise<PredecessorSeen> {
       return await linked().predecessor(input.after, input.skip, input.legacySession);
-    },
-
-    async turnOutcome(turnId: string): Promise<TurnSeen> {
-      return await linked().outcome(turnId);
     },
   };
 }

@@ -209,22 +209,10 @@ export interface TurnInput {
   /** Earlier messages of the conversation, oldest first. */
   history: ChatMessage[];
   /**
-   * Waits behind another turn of its session: for its `beginTurn` signal, which carries the history
-   * (a child of the session), or joins it first (see `sessionWorkflowId`). Absent in standalone turns.
-   */
-  queued?: boolean;
-  /**
    * The turn's place in its session's chain (decision 0033): its memory comes from the turns before,
-   * and the next turn's from its result. Absent in turns of the session workflow's protocol.
+   * and the next turn's from its result. Absent in direct and standalone turns.
    */
   chain?: ChainInput;
-  /**
-   * Started by the API after its registration in this session workflow: the turn tells the session
-   * how it ended (`turnEnded`). With `queued` it first joins the session (the `turnAdmission` query
-   * gives its memory, or says to wait for `beginTurn`); without, `history` is its memory already.
-   * Absent in standalone turns and in children of a session.
-   */
-  sessionWorkflowId?: string;
   options: TurnOptions;
 }
 
@@ -372,9 +360,9 @@ export interface ChainInput {
   /** How the memory is pruned for the model and when it is summarized. */
   history: HistoryOptions;
   /**
-   * The workflow id of a session workflow of the protocol before (decision 0016) this session may
-   * have, when `after` reaches back to the session's first link in the index: its memory is the
-   * chain's when the turns before hold none (a session begun before the chain).
+   * The workflow id a session workflow of the protocol before (decision 0016) had in this session,
+   * when `after` reaches back to the session's first link in the index: the carrier its migration left
+   * there (decision 0041) holds the chain's memory when the turns before hold none.
    */
   legacySession?: string;
   /** How long a turn waits for the running turn before it without word before it looks again (then twice as long). Default 60 s. */

@@ -4,8 +4,8 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
-import type { PredecessorEnded, SessionView, SubmitMessageInput, SubmitMessageResult, TurnAdmission, TurnEnd } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, ChatMessage, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
+import type { PredecessorEnded } from '../shared/session';
+import type { ApprovalInput, ApprovalResult, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 
@@ -51,14 +51,9 @@ export interface TurnEventSinks extends Sinks {
   };
 }
 
-/**
- * A turn the API started for a session tells the worker how it ended; the worker signals the
- * session (`turnEnded`) at once. A sink, so the turn pays no command for it; the session checks on a
- * turn that never announced its end (docs/decisions/0016-the-session-hop.md).
- */
+/** What a turn of the chain tells the worker to pass on to another turn of its session. */
 export interface SessionSinks extends Sinks {
   session: {
-    turnEnded(sessionWorkflowId: string, end: TurnEnd): void;
     /**
      * A turn of the chain (decision 0033) ended and a later turn waits for it: the worker signals the
      * follower `predecessorEnded` at once. A lost signal costs the follower a wait until its next check.
@@ -68,7 +63,11 @@ export interface SessionSinks extends Sinks {
 }
 
 export const CATALOG_WORKFLOW_TYPE = 'catalogWorkflow';
-export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
+/**
+ * The closed carrier of a session's memory under the id its session workflow of decision 0016 had,
+ * since its migration (src/workflows/session-memory.ts, decision 0041).
+ */
+export const SESSION_MEMORY_WORKFLOW_TYPE = 'sessionMemoryWorkflow';
 
 /** The turn's state; events are limited to those with an id greater than the argument. */
 export const turnStateQuery = defineQuery<TurnState, [afterEventId?: number]>('turnState');
@@ -103,26 +102,6 @@ export const TENANT_ID_SEARCH_ATTRIBUTE = 'TenantId';
 export const SessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 export const UserIdKey = defineSearchAttributeKey(USER_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 export const TenantIdKey = defineSearchAttributeKey(TENANT_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
-
-// ---------------------------------------------------------------------------------------------
-// Sessions: one long-lived workflow per conversation that serializes its turns (child workflows).
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Adds a message to the conversation; answers in the workflow task that accepts it. Its validator
- * rejects with Failure.SessionBusy or SessionForbidden.
- */
-export const submitMessageUpdate = defineUpdate<SubmitMessageResult, [SubmitMessageInput]>('submitMessage');
-export const sessionStateQuery = defineQuery<SessionView>('sessionState');
-/** Parent → queued turn: it is this turn's go, with the conversation so far. */
-export const beginTurnSignal = defineSignal<[{ history: ChatMessage[] }]>('beginTurn');
-/**
- * A turn the API started asks its session whether it may go (read-only: answered from the worker's
- * cached session, no history event). See SubmitMessageInput's `startedTurn`.
- */
-export const turnAdmissionQuery = defineQuery<TurnAdmission, [turnId: string]>('turnAdmission');
-/** A turn the API started → its session (through the worker's sink): it ended; the session keeps the first word. */
-export const turnEndedSignal = defineSignal<[TurnEnd]>('turnEnded');
 
 // ---------------------------------------------------------------------------------------------
 // The chain of turns (docs/decisions/0033): a turn waiting for the one before it.

@@ -7,19 +7,14 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import { workflowInfo, type WorkflowInterceptors } from '@temporalio/workflow';
 import { LOG_CONTEXT_HEADER, type LogContext } from '../shared/log-context';
-import type { SessionInput } from '../shared/session';
 import type { TurnInput } from '../shared/turn';
-import { SESSION_WORKFLOW_TYPE, TURN_WORKFLOW_TYPE } from './definitions';
+import { TURN_WORKFLOW_TYPE } from './definitions';
 
 function logContextOf(workflowType: string, arg: unknown): LogContext | undefined {
   if (!arg || typeof arg !== 'object') return undefined;
   if (workflowType === TURN_WORKFLOW_TYPE) {
     const t = arg as Partial<TurnInput>;
     return { turnId: t.turnId, sessionId: t.sessionId, ...(t.user ? { userId: t.user.id } : {}) };
-  }
-  if (workflowType === SESSION_WORKFLOW_TYPE) {
-    const s = arg as Partial<SessionInput>;
-    return { sessionId: s.sessionId, ...(s.owner ? { userId: s.owner.id } : {}) };
   }
   return undefined;
 }

@@ -28,7 +28,6 @@ import { describeFailure } from './activity-failures';
 import { createToolCalls } from './tool-calls';
 import { turnActivities } from './turn-activities';
 import { type ChainGo, turnChain } from './turn-chain';
-import { announcingEnd, sessionGate } from './turn-session';
 import { type MetricsSinks, type TurnEventSinks, type TurnOutcome, turnStateQuery } from './definitions';
 
 /**
@@ -109,8 +108,9 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
     return { ...state, memory };
   }
 
-  const waitForGo = chain ? chain.go : sessionGate(input, { sessionLink, listToolRefs, emit, fail });
-  return chain ? await runTurn() : await announcingEnd(input, state, runTurn);
+  // A turn outside a chain (a direct one, or started on its own) carries its history in its input.
+  const waitForGo = chain ? chain.go : (): Promise<{ history: ChatMessage[]; catalog?: Promise<CatalogRefs> }> => Promise.resolve({ history: input.history });
+  return await runTurn();
 
   /**
    * The catalog is an in-memory read in the worker, as a local activity (no server round trip), and

@@ -22,7 +22,7 @@ function load(file: string) {
 test('there are committed histories to replay', () => {
   expect(files.length).toBeGreaterThanOrEqual(12);
   // The five seed patterns and a turn that lived through a worker crash are among them.
-  for (const name of ['session-run-1', 'session-run-2', 'turn-session-queued', 'pattern1', 'pattern2', 'pattern3', 'pattern4', 'pattern5', 'worker-crash', 'approval', 'policy-denial', 'cancelled', 'direct-tool-call', 'turn-refs-', 'authorization-wait', 'elicitation-answered', 'turn-sampling', 'turn-url-elicitation', 'turn-sampling-approved', 'turn-read-only-local', 'turn-read-only-direct', 'turn-traced-two-servers', 'session-traced', 'turn-read-only-beside-regular', 'turn-tool-search', 'turn-context-intent']) {
+  for (const name of ['turn-chain-queued', 'pattern1', 'pattern2', 'pattern3', 'pattern4', 'pattern5', 'worker-crash', 'approval', 'policy-denial', 'cancelled', 'direct-tool-call', 'turn-refs-', 'authorization-wait', 'elicitation-answered', 'turn-sampling', 'turn-url-elicitation', 'turn-sampling-approved', 'turn-read-only-local', 'turn-read-only-direct', 'turn-traced-two-servers', 'turn-read-only-beside-regular', 'turn-tool-search', 'turn-context-intent', 'session-memory', 'turn-chain-legacy-memory']) {
     expect(files.some((f) => f.includes(name))).toBe(true);
   }
 });
@@ -52,9 +52,9 @@ describe('negative control: an altered workflow must fail to replay', () => {
     bundle = await bundleWorkflowCode({ ...workflowBundleOptions(), workflowsPath: require.resolve('./altered'), logger: quietLogger });
   }, 120_000);
 
-  // A history that ends before the workflow issued any command (a turn cancelled while it waited in
-  // its session's queue, a session run that just started) cannot tell the altered code apart.
-  const decisive = files.filter((f) => (f.includes('turn-') || f.includes('session-run-')) && !f.includes('cancelled-while-queued'));
+  // A history that ends before the workflow issued any command (a turn cancelled while it waited for
+  // the turn before it) cannot tell the altered code apart.
+  const decisive = files.filter((f) => (f.includes('turn-') || f === 'session-memory.json') && !f.includes('cancelled-while-queued'));
   test.each(decisive)('%s is rejected by the altered code', async (file) => {
     const { history, workflowId } = load(file);
     await expect(Worker.runReplayHistory({ workflowBundle: bundle, replayName: file, sinks: REPLAY_SINKS }, history, workflowId)).rejects.toBeInstanceOf(

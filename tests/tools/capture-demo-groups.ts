@@ -8,7 +8,12 @@ import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { startProtectedServer } from '../../examples/servers/protected-server';
 import { getJson, postJson, postMessage, readSse } from '../helpers/http';
-import { EXAMPLE_RULES, ROOT, startSystem } from '../helpers/system';
+import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem } from '../helpers/system';
+import { ownerKey } from '../../src/api/gateway';
+import { sessionWorkflowId } from '../../src/shared/ids';
+import type { SessionMemory } from '../../src/shared/session';
+import type { TurnResult } from '../../src/shared/turn';
+import { SESSION_MEMORY_WORKFLOW_TYPE } from '../../src/workflows/definitions';
 import { loadPolicyFile } from '../../src/config/policy';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { OUT, captureAnswered, captureOneTurn, captureTurnAndDirectEcho, save, writeHistory } from './history-capture';
@@ -50,7 +55,7 @@ export async function captureBasic(): Promise<void> {
 /**
  * A session as the chain of its turns (decision 0033): a turn queued behind a slow one, one cancelled
  * while it waited, and one whose memory outgrew the threshold and was summarized. (The session
- * workflows' own histories, session-run-*.json, come from before the chain and stay for their replay.)
+ * workflows' own histories, session-run-*.json, are retired with that workflow: decision 0041.)
  */
 export async function captureSession(): Promise<void> {
   const rules: DemoRules = {
@@ -171,7 +176,7 @@ export async function captureSampling(): Promise<void> {
 }
 
 /**
- * A turn and its session as workers run them since tracing (the OpenTelemetry interceptors in the
+ * A turn as workers run them since tracing (the OpenTelemetry interceptors in the
  * bundle, trace context in the start, update, child and activity headers), with a tracer provider
  * in this process so the client's span is real.
  */
@@ -190,7 +195,7 @@ export async function captureTraced(): Promise<void> {
 }
 
 /**
- * A turn and its session with payloads sealed under the test key of tests/histories/sealed (as
+ * A turn with payloads sealed under the test key of tests/histories/sealed (as
  * fetched: ciphertext), for the replay of encoded histories after a key rotation.
  */
 export async function captureSealed(): Promise<void> {
@@ -253,4 +258,43 @@ export async function captureAdaptiveContext(): Promise<void> {
     ],
   };
   await captureOneTurn('turn-adaptive-context', { rules, host: { adaptiveContext: { enabled: true } } }, 'what do my notes say?');
+}
+
+/**
+ * A session begun in a session workflow and migrated (decision 0041): its carrier, started under the
+ * session workflow's id with what that held, and the session's next turn, whose chain reads it.
+ */
+export async function captureSessionMemory(): Promise<void> {
+  const sys = await startSystem();
+  try {
+    const sessionId = 'replay-migrated';
+    const owner = { id: DEMO_USERS.admin.sub, tenant: DEMO_USERS.admin.tenant };
+    const workflowId = sessionWorkflowId(ownerKey(owner), sessionId);
+    const at = new Date().toISOString();
+    const old = { turnId: 'turn-replay-migrated-old', at, status: 'completed' as const };
+    const carried: SessionMemory = {
+      view: {
+        sessionId,
+        owner,
+        messages: [
+          { ...old, index: 0, role: 'user', content: 'remember that the old protocol is gone' },
+          { ...old, index: 1, role: 'assistant', content: 'noted' },
+        ],
+        totalMessages: 2,
+        turnsCompleted: 1,
+        queuedTurnIds: [],
+        run: 1,
+      },
+      memory: { messages: [{ role: 'user', content: 'remember that the old protocol is gone' }, { role: 'assistant', content: 'noted' }] },
+    };
+    await sys.client.workflow.execute(SESSION_MEMORY_WORKFLOW_TYPE, { workflowId, taskQueue: sys.taskQueue, args: [carried] });
+    await save(sys, 'session-memory', workflowId);
+    const { body } = await postMessage(sys.apiUrl, sessionId, 'hello again');
+    await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
+    const result = (await sys.client.workflow.getHandle(body.turnId).result()) as TurnResult;
+    if (result.memory?.messages[0]?.content !== 'remember that the old protocol is gone') throw new Error('the turn did not begin with the carried memory');
+    await save(sys, 'turn-chain-legacy-memory', body.turnId);
+  } finally {
+    await sys.stop();
+  }
 }

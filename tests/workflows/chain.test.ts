@@ -5,14 +5,12 @@
  * hands on the memory after it (summarized past the threshold).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { NOOP_METRICS_SINKS, tracingWorkerOptions } from '../../src/cli/workflow-bundle';
-import { createSessionLink, sessionSinks } from '../../src/session-link';
-import type { ChainInput, HistoryOptions } from '../../src/shared/session';
-import type { ChatMessage, TurnResult } from '../../src/shared/turn';
 import { ownerKey } from '../../src/api/gateway';
-import { legacySessions } from './legacy-session';
+import { readLegacySession } from '../../src/legacy-sessions';
 import { sessionWorkflowId } from '../../src/shared/ids';
-import { TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
+import type { ChainInput, HistoryOptions, SessionMemory } from '../../src/shared/session';
+import type { ChatMessage, TurnResult } from '../../src/shared/turn';
+import { SESSION_MEMORY_WORKFLOW_TYPE, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import {
   deferred,
   eventually,
@@ -21,7 +19,7 @@ import {
   OWNER,
   type RunningWorker,
   say,
-  startWorker,
+  startChainWorker,
   startWorkflowEnv,
   SYSTEM_PROMPT,
   turnInput,
@@ -41,14 +39,7 @@ let fakes: FakeActivities;
 let worker: RunningWorker;
 beforeAll(async () => {
   env = await startWorkflowEnv();
-  fakes = new FakeActivities(createSessionLink(env.client));
-  worker = await startWorker(env, fakes.activities, {
-    sinks: {
-      ...tracingWorkerOptions().sinks,
-      ...NOOP_METRICS_SINKS,
-      ...sessionSinks(createSessionLink(env.client), (_id, turnId, err) => console.error(`telling the follower of ${turnId} failed: ${String(err)}`)),
-    },
-  });
+  ({ fakes, worker } = await startChainWorker(env));
 }, 120_000);
 afterAll(async () => {
   await worker?.stop();
@@ -215,25 +206,53 @@ test('the memory is summarized once it outgrows the threshold', async () => {
   ]);
 });
 
-test('a session begun in a session workflow (decision 0016) goes on as a chain with that memory', async () => {
-  const sessionId = `legacy${Date.now().toString(36)}`;
-  const gateway = legacySessions(env.client, worker.taskQueue, { history: HISTORY, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 });
-  const legacyTurn = newTurnId('legacy');
-  fakes.script(legacyTurn, { callLlm: async () => say('legacy answer') });
-  expect(await gateway.submitMessage({ turnId: legacyTurn, sessionId, text: 'legacy question', user: OWNER })).toMatchObject({ kind: 'accepted', created: true });
-  const legacySession = sessionWorkflowId(ownerKey(OWNER), sessionId);
-  // The session workflow recorded the answer (its memory for the next message).
-  await eventually(
-    () => gateway.getSession(OWNER, sessionId),
-    (v) => v?.turnsCompleted === 1,
-    60_000,
-  );
+/**
+ * A session begun in a session workflow (decision 0016), migrated (decision 0041): the closed carrier
+ * under that workflow's id holds its memory and transcript, and the session's first turn of the chain
+ * begins with that memory. (Before step 2 removed the session workflow, tests/workflows/session-migration.test.ts
+ * ran the migration itself on live session workflows; the carrier is now started directly, as the migration did.)
+ */
+test("a migrated session's carrier holds its memory and transcript, and its next turn of the chain begins with that memory", async () => {
+  const sessionId = `migrated${Date.now().toString(36)}`;
+  const workflowId = sessionWorkflowId(ownerKey(OWNER), sessionId);
+  const oldTurn = newTurnId('old');
+  const at = new Date().toISOString();
+  const carried: SessionMemory = {
+    view: {
+      sessionId,
+      owner: { id: OWNER.id, tenant: OWNER.tenant },
+      summary: 'they met before',
+      messages: [
+        { index: 0, role: 'user', content: 'the old question', turnId: oldTurn, at, status: 'completed' },
+        { index: 1, role: 'assistant', content: 'the old answer', turnId: oldTurn, at, status: 'completed' },
+      ],
+      totalMessages: 2,
+      turnsCompleted: 1,
+      queuedTurnIds: [],
+      run: 1,
+    },
+    memory: { summary: 'they met before', messages: exchange('the old question', 'the old answer') },
+  };
+  await env.client.workflow.start(SESSION_MEMORY_WORKFLOW_TYPE, { workflowId, taskQueue: worker.taskQueue, args: [carried] });
+  // The API's view and the chain read the same: the carrier's result.
+  expect(await readLegacySession(env.client, workflowId)).toEqual(carried);
+  const latest = await env.client.workflow.getHandle(workflowId).describe();
+  expect([latest.type, latest.status.name]).toEqual([SESSION_MEMORY_WORKFLOW_TYPE, 'COMPLETED']);
 
-  const next = newTurnId('after-legacy');
-  fakes.script(next, { callLlm: async () => say('chain answer') });
-  await start(next, 'chain question', chain([legacyTurn], { legacySession }));
+  // The session's first turn of the chain: no turn before it holds a memory, the carrier does.
+  const next = newTurnId('next');
+  fakes.script(next, { callLlm: async () => say('the new answer') });
+  await start(next, 'the new question', chain([], { legacySession: workflowId }));
   const ended = await result(next);
-  expect(historySent(next)).toEqual([...exchange('legacy question', 'legacy answer'), { role: 'user', content: 'chain question' }]);
-  expect(ended.memory?.messages).toEqual([...exchange('legacy question', 'legacy answer'), ...exchange('chain question', 'chain answer')]);
-  await env.client.workflow.getHandle(legacySession).terminate('test over');
+  expect(fakes.calls(next, 'callLlm')[0]?.messages).toEqual([
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'system', content: 'Summary of the earlier conversation:\nthey met before' },
+    ...exchange('the old question', 'the old answer'),
+    { role: 'user', content: 'the new question' },
+  ]);
+  expect(ended.memory).toEqual({ summary: 'they met before', messages: [...exchange('the old question', 'the old answer'), ...exchange('the new question', 'the new answer')] });
+
+  // No workflow under an id: no memory; a turn workflow under it (anything but a carrier): refused, saying why.
+  expect(await readLegacySession(env.client, sessionWorkflowId(ownerKey(OWNER), `${sessionId}none`))).toBeUndefined();
+  await expect(readLegacySession(env.client, next)).rejects.toThrow(/not a migrated session: run the session migration of decision 0041/);
 });

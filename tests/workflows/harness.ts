@@ -21,6 +21,7 @@ import type { UserContext } from '../../src/shared/user';
 import { connectClient, startTemporal } from '../helpers/system';
 import { quietLogger } from '../helpers/quiet-logger';
 import { NOOP_METRICS_SINKS, tracingWorkerOptions, workflowBundleOptions } from '../../src/cli/workflow-bundle';
+import { createSessionLink, sessionSinks } from '../../src/session-link';
 
 export interface WorkflowEnv {
   client: Client;
@@ -105,6 +106,22 @@ export async function startWorker(env: WorkflowEnv, activities: Activities, opti
   };
 }
 
+/**
+ * A worker for turns of a chain (decision 0033): fakes over the real session link, and the worker's
+ * sink that tells a waiting turn the one before it ended.
+ */
+export async function startChainWorker(env: WorkflowEnv): Promise<{ fakes: FakeActivities; worker: RunningWorker }> {
+  const fakes = new FakeActivities(createSessionLink(env.client));
+  const worker = await startWorker(env, fakes.activities, {
+    sinks: {
+      ...tracingWorkerOptions().sinks,
+      ...NOOP_METRICS_SINKS,
+      ...sessionSinks(createSessionLink(env.client), (_id, turnId, err) => console.error(`telling the follower of ${turnId} failed: ${String(err)}`)),
+    },
+  });
+  return { fakes, worker };
+}
+
 type Name = keyof Activities;
 type Args<K extends Name> = Parameters<Activities[K]>;
 type Impl<K extends Name> = (...args: Args<K>) => ReturnType<Activities[K]>;
@@ -149,8 +166,6 @@ export class FakeActivities {
     callLlm: (...args) => this.dispatch('callLlm', args),
     summarizeConversation: (...args) => this.dispatch('summarizeConversation', args),
     callTool: (...args) => this.dispatch('callTool', args),
-    joinSession: (...args) => this.dispatch('joinSession', args),
-    turnOutcome: (...args) => this.dispatch('turnOutcome', args),
     predecessorMemory: (...args) => this.dispatch('predecessorMemory', args),
   };
 

@@ -8,12 +8,13 @@ import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundErro
 import { policyForRole } from '../../core/policy';
 import { contextFor } from '../../core/intents';
 import type { TurnSettings } from '../../config';
+import { readLegacySession } from '../../legacy-sessions';
 import { sealToken } from '../../security/seal';
 import { sessionWorkflowId } from '../../shared/ids';
 import { CHAIN_DEPTH, type SessionView, type TranscriptMessage } from '../../shared/session';
 import type { DirectToolCall, TurnInput, TurnState } from '../../shared/turn';
 import type { UserContext } from '../../shared/user';
-import { SessionIdKey, sessionStateQuery, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
+import { SessionIdKey, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
 import { type ChainLink, type LinkEnd, type Owner, SessionDeleted, type SessionIndex } from '../sessions/index-store';
 import { END_OF } from './session-index';
 
@@ -191,15 +192,10 @@ export function createChain(opts: ChainOptions) {
     }
   }
 
-  /** A session begun in a session workflow (decision 0016): its view as that workflow answers it. */
+  /** A session begun in a session workflow (decision 0016): its view as that workflow, or its carrier once migrated (decision 0041), holds it. */
   async function legacyView(owner: Owner, sessionId: string): Promise<SessionView | null> {
-    try {
-      const view = await client.workflow.getHandle(opts.legacyWorkflowId(owner, sessionId)).query(sessionStateQuery);
-      return view.owner.id === owner.id && view.owner.tenant === owner.tenant ? view : null;
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return null;
-      throw err;
-    }
+    const view = (await readLegacySession(client, opts.legacyWorkflowId(owner, sessionId)))?.view;
+    return view && view.owner.id === owner.id && view.owner.tenant === owner.tenant ? view : null;
   }
 
   /** The session's newest `turns` turns as its transcript (with a session workflow's, for one begun there). */

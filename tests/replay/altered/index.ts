@@ -4,9 +4,9 @@
  */
 import { sleep } from '@temporalio/workflow';
 import { turnWorkflow as realTurnWorkflow } from '../../../src/workflows/turn';
-import { sessionWorkflow as realSessionWorkflow } from '../../../src/workflows/session';
 import type { TurnInput, TurnState } from '../../../src/shared/turn';
-import type { SessionInput } from '../../../src/shared/session';
+import { sessionMemoryWorkflow as realSessionMemoryWorkflow } from '../../../src/workflows/session-memory';
+import type { SessionMemory } from '../../../src/shared/session';
 
 export { catalogWorkflow } from '../../../src/workflows/catalog';
 
@@ -15,7 +15,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnState> {
   return await realTurnWorkflow(input);
 }
 
-export async function sessionWorkflow(input: SessionInput): Promise<void> {
+
+export async function sessionMemoryWorkflow(carried: SessionMemory): Promise<SessionMemory> {
   await sleep('1 millisecond');
-  return await realSessionWorkflow(input);
+  return await realSessionMemoryWorkflow(carried);
 }
