@@ -306,9 +306,12 @@ export function createActivities(deps: ActivityDeps) {
             await deps.audit?.append({ ...auditBase, kind: 'tool_result', outcome: 'error', detail: scrub(errorMessage(err)).slice(0, 200) }).catch(() => undefined);
           }
           const message = scrub(errorMessage(err));
-          deps.logger.warn(
+          // A call the host stopped itself (the turn cancelled, or the server's question going to the
+          // user) is an expected outcome: said at debug, not as a failure.
+          const expected = ctx.cancellationSignal.aborted || elicitation.asked !== undefined;
+          deps.logger[expected ? 'debug' : 'warn'](
             { ...turnFields(input.turnId, input.user), server: input.server, tool: input.tool, attempt: ctx.info.attempt },
-            `tool call failed: ${message}`,
+            `tool call ${expected ? 'stopped' : 'failed'}: ${message}`,
           );
           if (ctx.cancellationSignal.aborted) {
             observe('cancelled');

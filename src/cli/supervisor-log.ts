@@ -27,7 +27,7 @@ export interface SupervisorLog {
 export function createSupervisorLog(opts: { format?: string; level?: string; isTty?: boolean; write?: (line: string) => void } = {}): SupervisorLog {
   const write = opts.write ?? ((line: string) => void process.stdout.write(line));
   const pretty = opts.format === 'pretty' || (opts.format !== 'json' && (opts.isTty ?? process.stdout.isTTY === true));
-  const render = pretty ? prettyFactory({ colorize: opts.isTty ?? process.stdout.isTTY === true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' }) : undefined;
+  const render = pretty ? prettyFactory({ colorize: opts.isTty ?? process.stdout.isTTY === true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true }) : undefined;
   const emit = (obj: Record<string, unknown>): void => write(render ? render(obj) : `${JSON.stringify(obj)}\n`);
   const minLevel = LEVELS[opts.level ?? 'info'] ?? 30;
   const own = pino(

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import pino from 'pino';
 import { createActivities } from '../../src/activities';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
@@ -88,6 +89,21 @@ test('cancelling the activity cancels the MCP request promptly', async () => {
   expect(await p).toBeInstanceOf(CancelledFailure);
   // Well before the task's 20 s.
   expect(Date.now() - cancelled).toBeLessThan(5_000);
+});
+
+test('a call the turn cancelled is said at debug, never as a failed call', async () => {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) });
+  const { acts: logged } = toolActivities(parseMcpConfig({ mcpServers: {} }, {}, dir), { hub, logger });
+  const env = new MockActivityEnvironment();
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  const p = env.run(logged.callTool, input('slow_task', { seconds: 20 })).catch((e: unknown) => e);
+  await waitFor(async () => (beats.some((b) => typeof b === 'object' && b !== null && 'progress' in b) ? true : undefined), 30_000, 10);
+  env.cancel();
+  expect(await p).toBeInstanceOf(CancelledFailure);
+  const stopped = lines.filter((l) => l.msg.startsWith('tool call stopped') || l.msg.startsWith('tool call failed'));
+  expect(stopped.map((l) => [l.level, l.msg.split(':')[0]])).toEqual([[20, 'tool call stopped']]);
 });
 
 test('an unreachable server is a retryable failure, not a tool result', async () => {
