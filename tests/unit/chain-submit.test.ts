@@ -9,9 +9,9 @@ const owner = { id: user.id, tenant: user.tenant };
 const sessionSettings: SessionSettings = { history: { maxTokenCount: 800, summarizationThreshold: 600, retainNewestMessages: 2 }, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 };
 
 /** A gateway over a Temporal that counts describes (every turn in it still runs) and records starts. */
-async function setup(endSeen?: (turnId: string) => LinkEnd | undefined) {
+async function setup(endSeen?: (turnId: string) => LinkEnd | undefined, opts: { links?: string[]; maxQueuedTurns?: number } = {}) {
   const index = memorySessionIndex();
-  await index.append(owner, 's', 'turn-s-a', new Date().toISOString(), 8);
+  for (const id of opts.links ?? ['turn-s-a']) await index.append(owner, 's', id, new Date().toISOString(), 8);
   const described: string[] = [];
   const started: Array<{ workflowId: string; args: Array<{ chain?: { after: string[] } }> }> = [];
   const client = {
@@ -30,7 +30,7 @@ async function setup(endSeen?: (turnId: string) => LinkEnd | undefined) {
   const gateway = createTemporalGateway({
     client,
     taskQueue: 'q',
-    settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: {} as TurnOptions, contextByRole: {}, sessionSettings }),
+    settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: {} as TurnOptions, contextByRole: {}, sessionSettings: { ...sessionSettings, maxQueuedTurns: opts.maxQueuedTurns ?? sessionSettings.maxQueuedTurns } }),
     catalogCacheMs: 0,
     sessions: index,
     ...(endSeen ? { endSeen } : {}),
@@ -55,4 +55,11 @@ test('without a heard end the turn before is described, and a running one is wai
   const outcome = await gateway.submitMessage({ turnId: 'turn-s-b', sessionId: 's', text: 'hi', user });
   expect(outcome).toEqual({ kind: 'accepted', created: true, position: 1, waitingOn: ['turn-s-a'] });
   expect(described).toEqual(['turn-s-a']);
+});
+
+test('a full session queue is busy: as many turns ahead as the queue holds, none ended; nothing is appended or started', async () => {
+  const { gateway, index, started } = await setup(undefined, { links: ['turn-s-a', 'turn-s-b'], maxQueuedTurns: 1 });
+  await expect(gateway.submitMessage({ turnId: 'turn-s-c', sessionId: 's', text: 'hi', user })).resolves.toEqual({ kind: 'busy' });
+  expect((await index.links(owner, 's', 10)).map((l) => l.turnId)).toEqual(['turn-s-a', 'turn-s-b']);
+  expect(started).toEqual([]);
 });

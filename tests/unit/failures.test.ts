@@ -3,7 +3,6 @@ import path from 'node:path';
 import { type Client, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
 import { createTemporalGateway } from '../../src/api/gateway';
-import { memorySessionIndex } from '../../src/api/sessions/index-store';
 import { Failure, failureTypeOf, type FailureType } from '../../src/shared/failures';
 import type { SessionSettings } from '../../src/shared/session';
 import type { TurnOptions } from '../../src/shared/turn';
@@ -33,30 +32,6 @@ describe('the gateway decides on failure types, never on wording', () => {
     [Failure.ApprovalNotPending, 'not_pending'],
   ])('an approval refused with %s is %s', async (type, kind) => {
     await expect(refusingGateway(type).decideApproval('turn-s-1', { toolCallId: 'c1', approve: true, approver: user })).resolves.toEqual({ kind });
-  });
-
-  it('a full session queue is busy: as many turns ahead as the queue holds, none ended; nothing is appended or started', async () => {
-    const owner = { id: user.id, tenant: user.tenant };
-    const index = memorySessionIndex();
-    for (const id of ['turn-s-a', 'turn-s-b']) await index.append(owner, 's', id, new Date().toISOString(), 8);
-    const client = {
-      workflow: {
-        getHandle: () => ({ describe: async () => ({ status: { name: 'RUNNING' } }) }),
-        start: async () => {
-          throw new Error('a busy session starts no turn');
-        },
-      },
-    } as unknown as Client;
-    const sessionSettings: SessionSettings = { history: { maxTokenCount: 800, summarizationThreshold: 600, retainNewestMessages: 2 }, maxQueuedTurns: 1, transcriptLimit: 50, maxTurnsPerRun: 50 };
-    const gateway = createTemporalGateway({
-      client,
-      taskQueue: 'q',
-      settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: {} as TurnOptions, contextByRole: {}, sessionSettings }),
-      catalogCacheMs: 0,
-      sessions: index,
-    });
-    await expect(gateway.submitMessage({ turnId: 'turn-s-c', sessionId: 's', text: 'hi', user })).resolves.toEqual({ kind: 'busy' });
-    expect((await index.links(owner, 's', 10)).map((l) => l.turnId)).toEqual(['turn-s-a', 'turn-s-b']);
   });
 
   it('a refusal of an unknown type is not mistaken for a known one', async () => {
