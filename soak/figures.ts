@@ -26,6 +26,11 @@ export interface TurnFigures {
   reconnects: number;
   /** Turns whose stream missed an event or delivered one twice, with what was wrong. */
   streamFaults: Array<{ turnId: string; via: string; problem: string }>;
+  /**
+   * Turns that ended (by their record) after their client stopped following at the run's deadline:
+   * their stream is judged for gaps and repeats up to the last id it brought, not for the tail it never waited for.
+   */
+  streamsCutAtDeadline: number;
   reasons: Record<string, number>;
 }
 
@@ -41,7 +46,7 @@ export function streamProblem(ids: number[], lastEventId: number | undefined): s
 }
 
 export function turnFigures(turns: TurnRecord[]): TurnFigures {
-  const f: TurnFigures = { submitted: 0, completed: 0, failed: 0, failedWithoutReason: 0, refused: 0, cancelled: 0, lost: 0, reconnects: 0, streamFaults: [], reasons: {} };
+  const f: TurnFigures = { submitted: 0, completed: 0, failed: 0, failedWithoutReason: 0, refused: 0, cancelled: 0, lost: 0, reconnects: 0, streamFaults: [], streamsCutAtDeadline: 0, reasons: {} };
   for (const t of turns) {
     f.reconnects += t.reconnects;
     if (t.outcome === 'refused') {
@@ -59,7 +64,9 @@ export function turnFigures(turns: TurnRecord[]): TurnFigures {
       f.reasons[reason] = (f.reasons[reason] ?? 0) + 1;
     } else f.lost++;
     if (t.outcome !== 'lost' && t.turnId) {
-      const problem = streamProblem(t.ids, t.lastEventId);
+      const cut = t.streamEnded !== true;
+      if (cut) f.streamsCutAtDeadline++;
+      const problem = streamProblem(t.ids, cut ? undefined : t.lastEventId);
       if (problem) f.streamFaults.push({ turnId: t.turnId, via: t.via, problem });
     }
   }

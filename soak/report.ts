@@ -50,7 +50,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     `| failed without a reason | ${t.failedWithoutReason} |`,
     `| cancelled | ${t.cancelled} |`,
     `| lost | ${t.lost} |`,
-    `| streams that missed or repeated an event | ${t.streamFaults.length} (client reconnects: ${t.reconnects}) |`,
+    `| streams that missed or repeated an event | ${t.streamFaults.length} (client reconnects: ${t.reconnects}; ${t.streamsCutAtDeadline} followed until the run's deadline only, judged up to their last event) |`,
     `| charges / refunds / receipt mails in the school store | ${f.effects.charges} / ${f.effects.refunds} / ${f.effects.receipts} |`,
     `| duplicated effects (extra charges, refunds, mails) | ${f.effects.extraCharges}, ${f.effects.extraRefunds}, ${f.effects.extraReceipts} |`,
     `| payments said done without their charge | ${f.effects.missingCharges} |`,

@@ -15,6 +15,8 @@ export interface TurnSeen {
   /** The turn as the API reads it once the client is done: its last durable id and status. */
   lastEventId?: number;
   serverStatus?: string;
+  /** The stream brought the turn's final event; false when the client stopped following at the run's deadline. */
+  streamEnded?: boolean;
 }
 
 const lastId = (seen: TurnSeen): number | undefined => (seen.ids.length ? Math.max(...seen.ids) : undefined);
@@ -27,6 +29,7 @@ function record(seen: TurnSeen, id: number | undefined, event: string, data: Rec
   if (id !== undefined) seen.ids.push(id);
   if (event === 'text') seen.text = String(data.text ?? '');
   if (!TERMINAL.has(event)) return false;
+  seen.streamEnded = true;
   if (event === 'done') seen.outcome = 'completed';
   else {
     seen.outcome = event === 'error' ? 'failed' : 'cancelled';
