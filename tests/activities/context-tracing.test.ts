@@ -2,7 +2,8 @@
  * Context gathering in the trace: each resources/read and prompts/get the pool sends gets a client
  * span under the caller's span, and the server receives that span's context in `_meta.traceparent`
  * beside the caller's own fields; a read the resilient hub answers from its cache sends nothing and
- * has no span. A real Streamable HTTP MCP server records the `_meta` of every request.
+ * has no span. A real Streamable HTTP MCP server records the `_meta` of every request; the same holds
+ * on the 2026-07-28 wire (the test server of tests/helpers/modern-server.ts records `_meta` too).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +17,7 @@ import { z } from 'zod';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import { ResilientHub } from '../../src/mcp/resilience';
+import { MENU_TEXT, MENU_URI, startModernServer } from '../helpers/modern-server';
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -83,4 +85,38 @@ test('resources/read and prompts/get: a client span each under the caller, its t
   const transport = { 'dmh.mcp.server': 'ctx', 'network.transport': 'tcp', 'server.address': '127.0.0.1', 'mcp.protocol.version': '2025-11-25' };
   expect(spans.find((s) => s.name === 'resources/read')?.attributes).toMatchObject({ ...transport, 'mcp.method.name': 'resources/read', 'mcp.resource.uri': 'ctx://notes' });
   expect(spans.find((s) => s.name === 'prompts/get greet')?.attributes).toMatchObject({ ...transport, 'mcp.method.name': 'prompts/get', 'gen_ai.prompt.name': 'greet' });
+});
+
+test('on a 2026-07-28 server too: tools/call and resources/read carry their span in _meta.traceparent', async () => {
+  exporter.reset();
+  const modern = await startModernServer();
+  const pool = new McpServerHub(parseMcpConfig({ mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } } }, {}, process.cwd()), { logger: pino({ level: 'silent' }) });
+  try {
+    const user = { 'dmh/user': { id: 'u-ada', tenant: 'demo' } };
+    const parent = await trace.getTracer('test').startActiveSpan('RunActivity:callTool', async (span) => {
+      expect((await pool.callTool({ server: 'modern', tool: 'greet', arguments: { name: 'Ada' }, meta: user })).text).toBe('Hello, Ada, from a 2026-07-28 server.');
+      expect(await pool.readResource('modern', MENU_URI, { meta: user })).toContain(MENU_TEXT);
+      span.end();
+      return span.spanContext();
+    });
+
+    expect(modern.state.eras.length).toBeGreaterThan(0);
+    expect(modern.state.eras.every((e) => e.startsWith('modern'))).toBe(true);
+    const spans = exporter.getFinishedSpans().filter((s) => s.name === 'tools/call greet' || s.name === 'resources/read');
+    expect(spans.map((s) => s.name).sort()).toEqual(['resources/read', 'tools/call greet']);
+    expect(modern.state.metas.map((m) => m.method)).toEqual(['tools/call', 'resources/read']);
+    for (const s of spans) {
+      expect(s.kind).toBe(SpanKind.CLIENT);
+      expect(s.parentSpanId).toBe(parent.spanId);
+      expect(s.attributes['mcp.protocol.version']).toBe('2026-07-28');
+      const got = modern.state.metas.find((m) => m.method === s.attributes['mcp.method.name']);
+      // W3C trace context: version 00, the caller's trace id, this span's id, sampled.
+      expect(got?.meta?.['traceparent']).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+      expect(got?.meta?.['traceparent']).toBe(`00-${parent.traceId}-${s.spanContext().spanId}-01`);
+      expect(got?.meta?.['dmh/user']).toEqual(user['dmh/user']);
+    }
+  } finally {
+    await pool.close();
+    await modern.close();
+  }
 });

@@ -37,6 +37,8 @@ export interface ModernServerState {
   /** Reads of the two hinted resources that reached the server. */
   accountReads: number;
   noticeReads: number;
+  /** The `_meta` of each `greet` call and `menu` read, as it arrived (a test reads the trace context in it). */
+  metas: Array<{ method: 'tools/call' | 'resources/read'; meta: Record<string, unknown> | undefined }>;
 }
 
 export function createModernServer(state: ModernServerState, era = 'modern'): McpServer {
@@ -44,7 +46,10 @@ export function createModernServer(state: ModernServerState, era = 'modern'): Mc
   server.registerTool(
     'greet',
     { description: 'Greets someone by name.', inputSchema: z.object({ name: z.string() }), annotations: { readOnlyHint: true } },
-    async ({ name }) => ({ content: [{ type: 'text', text: `Hello, ${name}, from a 2026-07-28 server.` }] }),
+    async ({ name }, ctx) => {
+      state.metas.push({ method: 'tools/call', meta: ctx.mcpReq._meta as Record<string, unknown> | undefined });
+      return { content: [{ type: 'text', text: `Hello, ${name}, from a 2026-07-28 server.` }] };
+    },
   );
   server.registerTool(
     'order',
@@ -94,8 +99,9 @@ export function createModernServer(state: ModernServerState, era = 'modern'): Mc
       return { content: [{ type: 'text', text: `Brewed ${state.brews.get(key)}.` }] };
     },
   );
-  server.registerResource('menu', MENU_URI, { title: 'Menu', mimeType: 'text/plain' }, async (uri) => {
+  server.registerResource('menu', MENU_URI, { title: 'Menu', mimeType: 'text/plain' }, async (uri, ctx) => {
     state.eras.push(`${era}:resources/read`);
+    state.metas.push({ method: 'resources/read', meta: ctx.mcpReq._meta as Record<string, unknown> | undefined });
     return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: MENU_TEXT }] };
   });
   server.registerResource('account', ACCOUNT_URI, { title: 'My account', mimeType: 'text/plain', cacheHint: { ttlMs: CACHE_HINT_TTL_MS, cacheScope: 'private' } }, async (uri, ctx) => {
@@ -110,7 +116,7 @@ export function createModernServer(state: ModernServerState, era = 'modern'): Mc
   return server;
 }
 
-export const newModernState = (): ModernServerState => ({ eras: [], orders: new Map(), orderCalls: 0, brews: new Map(), brewCalls: 0, brewMs: 0, accountReads: 0, noticeReads: 0 });
+export const newModernState = (): ModernServerState => ({ eras: [], orders: new Map(), orderCalls: 0, brews: new Map(), brewCalls: 0, brewMs: 0, accountReads: 0, noticeReads: 0, metas: [] });
 
 /** Serves the test server over Streamable HTTP on a free loopback port. */
 export async function startModernServer(state: ModernServerState = newModernState(), port = 0): Promise<{ url: string; state: ModernServerState; close(): Promise<void> }> {
