@@ -1,10 +1,12 @@
 // The caller's sessions, newest first, each with its title (or its id until it has one) and its last
 // message: click one to open it; rename it or delete it in place (PATCH and DELETE /v1/sessions/:id).
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { html } from './lib.js';
 
 /** As the API checks it (SessionTitleBody): trimmed, 1 to 200 characters. */
 const TITLE_MAX = 200;
+/** Sessions per page of the list (More… reads the next). */
+const PAGE = 20;
 const sessionUrl = (id) => `/v1/sessions/${encodeURIComponent(id)}`;
 
 /** One listed session: opens it; renames it (a form in place) or deletes it (after a confirmation in place). */
@@ -66,24 +68,43 @@ function SessionItem({ s, current, api, onOpen, onChanged, onDeleted }) {
 export function Sessions({ api, chat }) {
   const [list, setList] = useState(null);
   const [more, setMore] = useState(null);
-  const load = useCallback(
-    (cursor) =>
-      api('GET', `/v1/sessions?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`).then(
-        (page) => (setList((l) => (cursor ? [...(l ?? []), ...page.sessions] : page.sessions)), setMore(page.nextCursor ?? null)),
-        () => undefined,
-      ),
+  const shown = useRef(0);
+  shown.current = list?.length ?? 0;
+  const page = useCallback(
+    (cursor) => api('GET', `/v1/sessions?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
     [api],
   );
+  // Read again as many as are shown (at least a page), page by page: a refresh keeps the pages loaded with More….
+  const load = useCallback(async () => {
+    const sessions = [];
+    let cursor = null;
+    do {
+      const next = await page(cursor);
+      sessions.push(...next.sessions);
+      cursor = next.nextCursor ?? null;
+    } while (cursor && sessions.length < Math.max(PAGE, shown.current));
+    setList(sessions);
+    setMore(cursor);
+  }, [page]);
+  const loadMore = (cursor) =>
+    page(cursor).then(
+      (next) => (setList((l) => [...(l ?? []), ...next.sessions]), setMore(next.nextCursor ?? null)),
+      () => undefined,
+    );
   useEffect(() => {
-    load();
-    const timer = setInterval(() => document.visibilityState === 'visible' && load(), 10_000);
-    return () => clearInterval(timer);
+    const read = () => load().catch(() => undefined);
+    const refresh = () => document.visibilityState === 'visible' && read();
+    read();
+    // Every 10 s while the tab is shown, and at once when it is shown again.
+    const timer = setInterval(refresh, 10_000);
+    document.addEventListener('visibilitychange', refresh);
+    return () => (clearInterval(timer), document.removeEventListener('visibilitychange', refresh));
   }, [load, chat.session, chat.turns.length]);
   const deleted = (id) => {
     setList((l) => (l ?? []).filter((s) => s.sessionId !== id));
     // The open session is gone: a new one takes its place.
     if (id === chat.session) chat.newSession();
-    load();
+    load().catch(() => undefined);
   };
   const here = list?.some((s) => s.sessionId === chat.session);
   return html`<aside class="sessions">
@@ -91,8 +112,8 @@ export function Sessions({ api, chat }) {
     ${!here && html`<div class="session current" data-session=${chat.session}><strong>${chat.session}</strong><div class="muted">new</div></div>`}
     ${(list ?? []).map(
       (s) => html`<${SessionItem} key=${s.sessionId} s=${s} current=${s.sessionId === chat.session} api=${api}
-        onOpen=${() => chat.setSession(s.sessionId)} onChanged=${() => (load(), chat.reload())} onDeleted=${deleted} />`,
+        onOpen=${() => chat.setSession(s.sessionId)} onChanged=${() => (load().catch(() => undefined), chat.reload())} onDeleted=${deleted} />`,
     )}
-    ${more && html`<button class="plain" onClick=${() => load(more)}>More…</button>`}
+    ${more && html`<button class="plain more" onClick=${() => loadMore(more)}>More…</button>`}
   </aside>`;
 }

@@ -2,15 +2,18 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { loadPolicyFile } from '../../src/config/policy';
+import { postJson, waitFor } from '../helpers/http';
 import { ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 /**
  * The console across reloads, tabs and sessions, in a real headless Chromium against the real system:
- * the session lives in the URL and a reload finds a pending question, answerable; a second tab on the
- * same session sees the first one's turn, decides its approval (with its deadline counting down, then
- * who decided and when) and sends a turn the first tab sees; every field kind of server-everything's
- * elicitation form, checked while typing; answers as sanitized Markdown (a script in them never runs);
- * the sessions list, where a session is renamed and deleted. `CONSOLE_SCREENSHOTS=<dir>` saves the views there.
+ * the session lives in the URL and a reload finds a pending question, answerable; a tab reloaded while
+ * its call waits shows the approval (its deadline counting down) and approves it, a second tab on the
+ * same session sees the call and who decided and when, and sends a turn the first tab sees; every field
+ * kind of server-everything's elicitation form, checked while typing; answers as sanitized Markdown (a
+ * script in them never runs); the sessions list, where a session is renamed and deleted, pages with
+ * More… and keeps its pages on a refresh. `CONSOLE_SCREENSHOTS=<dir>` saves the views there
+ * (`CONSOLE_SCREENSHOTS=docs/screenshots` refreshes the committed ones).
  */
 let sys: TestSystem;
 let browser: Browser;
@@ -129,7 +132,7 @@ test('a reload keeps the session and its pending question; every field kind of t
   await page.close();
 });
 
-test('two tabs on one session: the second sees the waiting call with its deadline, approves it, and the first shows who decided and when; each sees the other\'s turns', async () => {
+test('two tabs on one session: the first, reloaded while its call waits, shows the approval again and approves it; the second sees the call and who decided and when; each sees the other\'s turns', async () => {
   const first = await openConsole();
   await first.fill('#message', 'remember that the tea is out');
   await first.click('#send');
@@ -147,15 +150,23 @@ test('two tabs on one session: the second sees the waiting call with its deadlin
   await first.waitForFunction(`document.querySelector('.approval .deadline strong')?.textContent !== ${JSON.stringify(before)}`, undefined, WAIT);
   await shot(first, 'approval-deadline');
 
-  const second = await openConsole(`#session=${sessionOf(first)}`);
+  // The page itself reloaded while the call waits: the same session, its approval card shown again.
+  const session = sessionOf(first);
+  await first.reload();
+  expect(sessionOf(first)).toBe(session);
+  await card.locator('button:has-text("Approve")').waitFor(WAIT);
+  await expect(card.locator('.badge').textContent()).resolves.toBe('awaiting approval');
+
+  const second = await openConsole(`#session=${session}`);
   const mirrored = second.locator('.approval[data-approval]');
   await mirrored.locator('button:has-text("Approve")').waitFor(WAIT);
   await expect(mirrored.textContent()).resolves.toContain('notes__add_note');
-  await mirrored.locator('button:has-text("Approve")').click();
-
-  const decided = card.locator('.decided');
-  await decided.waitFor(WAIT);
-  await expect(decided.textContent()).resolves.toMatch(/^approved by u-ada at \d{1,2}:\d\d:\d\d/);
+  // Approved from the reloaded page; the turn completes and both tabs show who decided and when.
+  await card.locator('button:has-text("Approve")').click();
+  for (const decided of [card.locator('.decided'), mirrored.locator('.decided')]) {
+    await decided.waitFor(WAIT);
+    await expect(decided.textContent()).resolves.toMatch(/^approved by u-ada at \d{1,2}:\d\d:\d\d/);
+  }
   await expect(card.locator('.badge').count()).resolves.toBe(0);
   await first.locator('.turn[data-status="completed"]').first().waitFor(WAIT);
   await shot(first, 'approval-decided');
@@ -303,5 +314,42 @@ test('a session renamed in the list shows its title instead of its id; deleted, 
   });
   expect(post.status).toBe(409);
   await expect(post.json()).resolves.toMatchObject({ error: { code: 'session_deleted' } });
+  await page.close();
+});
+
+test('the sessions list pages with More…; a refresh keeps the pages loaded', async () => {
+  const headers = { authorization: `Bearer ${adminToken}` };
+  const listed = async (): Promise<number> => {
+    const res = await fetch(`${sys.apiUrl}/v1/sessions?limit=100`, { headers });
+    return ((await res.json()) as { sessions: unknown[] }).sessions.length;
+  };
+  const post = async (session: string): Promise<void> =>
+    expect((await postJson(`${sys.apiUrl}/v1/sessions/${session}/messages`, { text: 'hello' }, { authorization: headers.authorization })).status).toBe(202);
+  // More sessions than a page of the list (20), made over the API, each with a turn.
+  const have = await listed();
+  const made = Array.from({ length: Math.max(0, 23 - have) }, (_, i) => `s-paging-${i}-${Date.now()}`);
+  for (const id of made) await post(id);
+  const total = have + made.length;
+  await waitFor(async () => ((await listed()) === total ? true : undefined), 60_000, 500);
+
+  const page = await openConsole();
+  const items = page.locator('.sessions .session-item');
+  const more = page.locator('.sessions button.more');
+  await more.waitFor(WAIT);
+  await expect(items.count()).resolves.toBe(20);
+  await more.click();
+  await page.waitForFunction(`document.querySelectorAll('.sessions .session-item').length === ${total}`, undefined, WAIT);
+  await expect(more.count()).resolves.toBe(0);
+
+  // A new session elsewhere, then a refresh (as when the tab is shown again, without waiting for the
+  // periodic one): the new session is on top and the second page is still there.
+  const fresh = `s-paging-fresh-${Date.now()}`;
+  await post(fresh);
+  await page.waitForFunction(
+    `(document.dispatchEvent(new Event('visibilitychange')), document.querySelector('.sessions .session-item')?.dataset.session === ${JSON.stringify(fresh)})`,
+    undefined,
+    { polling: 500, ...WAIT },
+  );
+  await expect(items.count()).resolves.toBe(total + 1);
   await page.close();
 });
