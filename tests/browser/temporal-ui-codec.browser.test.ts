@@ -25,18 +25,28 @@ beforeAll(async () => {
   if (!executablePath) throw new Error('CHROMIUM_PATH is not set: run the suite with `npm test`, which finds or installs Chromium (scripts/ensure-chromium.sh)');
   const keys = `k1:${randomBytes(32).toString('base64')}`;
   const apiPort = await freePort();
-  const uiPort = await freePort();
-  uiUrl = `http://127.0.0.1:${uiPort}`;
   sys = await startSystem({
     payloadKeys: keys,
-    temporal: async (dir) =>
-      await startTemporalDevServer({
-        cli: temporalCli(),
-        dbFile: path.join(dir, 'temporal.db'),
-        port: await freePort(),
-        uiPort,
-        uiCodecEndpoint: `http://127.0.0.1:${apiPort}/v1/codec`,
-      }),
+    // A port picked free can be taken by another process before the server binds it (the dev server
+    // then exits at start): tried again on fresh ports, a few times.
+    temporal: async (dir) => {
+      for (let attempt = 1; ; attempt++) {
+        const uiPort = await freePort();
+        try {
+          const server = await startTemporalDevServer({
+            cli: temporalCli(),
+            dbFile: path.join(dir, `temporal-${attempt}.db`),
+            port: await freePort(),
+            uiPort,
+            uiCodecEndpoint: `http://127.0.0.1:${apiPort}/v1/codec`,
+          });
+          uiUrl = `http://127.0.0.1:${uiPort}`;
+          return server;
+        } catch (err) {
+          if (attempt >= 3 || !/exited with code/.test(String(err))) throw err;
+        }
+      }
+    },
   });
   // The API process as deployed: the same keys, the UI's origin allowed on the codec routes.
   ({ url: apiUrl } = await startApiProcess(sys, { API_PORT: String(apiPort), PAYLOAD_KEYS: keys, TEMPORAL_UI_URL: uiUrl }));
