@@ -5,7 +5,9 @@ import { studentName, type TurnRecord } from './users';
  * Side effects counted in the school store against the turns that asked for them: per soak student,
  * the charges (transactions), refunds and receipt mails. A turn charges at most once and mails one
  * receipt per charge; a refund refunds one charge. Anything above is a duplicated effect; a turn that
- * said "Done." without its charge in the store is a lost one.
+ * said "Done." without its charge in the store is a lost one. A message the run's deadline cut before
+ * any answer said whether it started a turn (`unanswered`) may have charged: it counts as a turn that
+ * may charge once, never more.
  */
 export interface EffectFigures {
   charges: number;
@@ -24,7 +26,7 @@ export function effectFigures(store: ReturnType<typeof readStore>, users: number
     const name = studentName(u);
     const student = store.users.find((x) => x.name === name);
     if (!student) continue;
-    const mine = turns.filter((t) => t.user === u && t.turnId);
+    const mine = turns.filter((t) => t.user === u && (t.turnId || t.unanswered));
     const payTurns = mine.filter((t) => t.kind === 'pay');
     const payDone = payTurns.filter((t) => t.outcome === 'completed' && t.text?.startsWith('Done.')).length;
     const refundTurns = mine.filter((t) => t.kind === 'refund').length;

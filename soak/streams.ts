@@ -17,11 +17,18 @@ export interface TurnSeen {
   serverStatus?: string;
   /** The stream brought the turn's final event; false when the client stopped following at the run's deadline. */
   streamEnded?: boolean;
+  /**
+   * Refused at the run's deadline after the message was sent without a definite answer (a 503, a
+   * replica gone, a socket closed): its turn may have started, so its effects may be in the store.
+   */
+  unanswered?: boolean;
 }
 
 const lastId = (seen: TurnSeen): number | undefined => (seen.ids.length ? Math.max(...seen.ids) : undefined);
 const TERMINAL = new Set(['done', 'error', 'cancelled']);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** WebSocket error codes that ask for the same message again later (503 and 429 over HTTP). */
+const RETRY_CODES = new Set(['unavailable', 'rate_limited']);
 const headersOf = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** What a durable event tells the turn: its id, and the outcome when it ends the turn. */
@@ -64,7 +71,9 @@ export async function readTurn(base: string, token: string, seen: TurnSeen, dead
 }
 
 /** POST with an Idempotency-Key, again after a network error, a 5xx or a 429 (the same turn comes back). */
-export async function submit(base: string, token: string, sessionId: string, text: string, key: string, deadline: number): Promise<{ turnId?: string; refused?: string }> {
+export async function submit(base: string, token: string, sessionId: string, text: string, key: string, deadline: number): Promise<{ turnId?: string; refused?: string; unanswered?: boolean }> {
+  // A 503 or a connection cut under the request leaves it open whether the turn was started.
+  let unanswered = false;
   for (;;) {
     try {
       const res = await fetch(`${base}/v1/sessions/${sessionId}/messages`, {
@@ -76,10 +85,12 @@ export async function submit(base: string, token: string, sessionId: string, tex
       const body = (await res.json().catch(() => ({}))) as { turnId?: string; error?: { code?: string; message?: string } };
       if (res.status === 200 || res.status === 202) return { turnId: String(body.turnId) };
       if (res.status < 500 && res.status !== 429) return { refused: `${res.status} ${body.error?.code ?? ''} ${body.error?.message ?? ''}`.trim() };
+      if (res.status >= 500) unanswered = true;
     } catch {
       // The replica died under the request, or the proxy found none up: again.
+      unanswered = true;
     }
-    if (Date.now() > deadline) return { refused: 'no API accepted the message before the deadline' };
+    if (Date.now() > deadline) return { refused: 'no API accepted the message before the deadline', unanswered };
     await pause(500);
   }
 }
@@ -141,18 +152,28 @@ export class WsSession {
     return ws;
   }
 
-  /** Sends `text` and follows its turn to the end; `dropAfterFirst` closes the socket once, mid-turn. */
+  /**
+   * Sends `text` and follows its turn to the end; `dropAfterFirst` closes the socket once, mid-turn.
+   * An `unavailable` or `rate_limited` answer before the turn is known sends the message again with
+   * the same key (as the error asks): the first send may have started the turn, the same key names it.
+   */
   async turn(text: string, key: string, seen: TurnSeen, deadline: number, dropAfterFirst: boolean): Promise<void> {
     let dropped = !dropAfterFirst;
     let done = false;
+    // Sent at least once / more than once: after a resend the API may send a turn's events once more.
+    let sent = false;
+    let resent = false;
+    // Events of a turn not yet acknowledged wait here (the ack and the first events may cross); kept
+    // while the socket is, since a resend on it does not bring them again for a running turn.
+    let early: Array<Record<string, unknown>> = [];
     while (!done && Date.now() < deadline) {
       const last = lastId(seen);
       let closed: () => void = () => undefined;
+      let again = false;
       const ended = new Promise<void>((resolve) => (closed = resolve));
-      // Events of a turn not yet acknowledged wait here (the ack and the first events may cross).
-      const early: Array<Record<string, unknown>> = [];
       const onEvent = (p: Record<string, unknown>) => {
         if (done) return;
+        if (resent && seen.ids.includes(Number(p.id))) return;
         if (record(seen, Number(p.id), String(p.event), (p.data ?? {}) as Record<string, unknown>)) {
           done = true;
           closed();
@@ -166,35 +187,53 @@ export class WsSession {
           seen.turnId = String(f.payload.turnId);
           for (const p of early.splice(0)) if (p.turnId === seen.turnId) onEvent(p);
         }
-        if (f.type === 'error' && !seen.turnId && f.payload.code !== 'rate_limited') {
-          seen.outcome = 'refused';
-          seen.reason = `${String(f.payload.code)} ${String(f.payload.message ?? '')}`;
-          done = true;
+        if (f.type === 'error' && !seen.turnId) {
+          if (RETRY_CODES.has(String(f.payload.code))) {
+            again = true;
+          } else {
+            seen.outcome = 'refused';
+            seen.reason = `${String(f.payload.code)} ${String(f.payload.message ?? '')}`;
+            done = true;
+          }
           closed();
         }
         if (f.type !== 'event') return;
         if (!seen.turnId) early.push(f.payload);
         else if (f.payload.turnId === seen.turnId) onEvent(f.payload);
       };
+      let ws: WebSocket | undefined;
       try {
         // A turn acknowledged but not heard from yet resumes from 0: a socket opened on the session alone
         // follows its turns from their next event only (the soak's own first report: missed 1..5).
-        const ws = this.ws && this.ws.readyState === WebSocket.OPEN ? this.ws : await this.open(seen.turnId ? `${seen.turnId}:${last ?? 0}` : undefined);
-        ws.once('close', () => closed());
+        ws = this.ws && this.ws.readyState === WebSocket.OPEN ? this.ws : await this.open(seen.turnId ? `${seen.turnId}:${last ?? 0}` : undefined);
+        ws.once('close', closed);
         // Until the turn is known, the message is (re)sent: the same key gives the same turn.
-        if (!seen.turnId) ws.send(JSON.stringify({ type: 'message', payload: { text, idempotencyKey: key } }));
+        if (!seen.turnId) {
+          resent ||= sent;
+          sent = true;
+          ws.send(JSON.stringify({ type: 'message', payload: { text, idempotencyKey: key } }));
+        }
         const timer = setTimeout(() => closed(), Math.max(1, deadline - Date.now()));
         await ended;
         clearTimeout(timer);
       } catch {
         // No replica took the socket: again.
+      } finally {
+        ws?.off('close', closed);
       }
-      if (!done) {
+      if (done) break;
+      if (!again) {
         seen.reconnects++;
         this.ws?.terminate();
         this.ws = undefined;
-        await pause(300);
+        early = [];
       }
+      await pause(again ? 1000 : 300);
+    }
+    if (!done && !seen.turnId && sent) {
+      seen.outcome = 'refused';
+      seen.reason = 'no API accepted the message before the deadline';
+      seen.unanswered = true;
     }
     this.listener = undefined;
   }

@@ -62,6 +62,7 @@ export async function runUser(user: number, opts: UserOptions): Promise<void> {
           if (posted.refused !== undefined) {
             rec.outcome = 'refused';
             rec.reason = posted.refused;
+            if (posted.unanswered) rec.unanswered = true;
           } else {
             rec.turnId = posted.turnId;
             await followSse(opts.base, token, rec, opts.drainUntil(), drop);

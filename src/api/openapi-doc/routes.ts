@@ -49,6 +49,8 @@ const accepted: JsonSchema = {
 };
 const MessageBody = messageBody();
 const CONFLICT_409 = '`session_busy`: too many messages already waiting in this session; or `session_deleted`: its owner deleted the session, which takes no more messages (send to a new session id).';
+const UNAVAILABLE_AFTER_START_503 =
+  '`unavailable`: the workflow service (Temporal) cannot be reached; try again shortly. The start may have reached it before its answer was lost: send again with the same `Idempotency-Key` (the same turn comes back, never a second one).';
 const NOT_OWNED_404 = '`not_found`: the caller has no session under that id (never had one, deleted it, or it is another user\'s: indistinguishable by design).';
 
 export const routeSchemas = {
@@ -66,7 +68,7 @@ export const routeSchemas = {
     response: {
       202: { ...accepted, description: 'The turn was started.' },
       200: { ...accepted, description: 'A repeated `Idempotency-Key`: the turn started by the first request.' },
-      ...errors([400, 401, 409, 413, 415, 429, 503], { 409: CONFLICT_409 }),
+      ...errors([400, 401, 409, 413, 415, 429, 503], { 409: CONFLICT_409, 503: UNAVAILABLE_AFTER_START_503 }),
     },
   },
   postToolCall: {
@@ -84,7 +86,7 @@ export const routeSchemas = {
     response: {
       202: { ...accepted, description: 'The turn was started.' },
       200: { ...accepted, description: 'A repeated `Idempotency-Key`: the turn started by the first request.' },
-      ...errors([400, 401, 409, 415, 429, 503], { 400: '`invalid_request` (a bad body) or `unknown_tool`.', 409: CONFLICT_409 }),
+      ...errors([400, 401, 409, 415, 429, 503], { 400: '`invalid_request` (a bad body) or `unknown_tool`.', 409: CONFLICT_409, 503: UNAVAILABLE_AFTER_START_503 }),
     },
   },
   listSessions: {

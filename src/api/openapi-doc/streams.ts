@@ -77,7 +77,8 @@ Frames are JSON text frames \`{ "type", "payload" }\`.
 
 Client to server:
 - \`{ "type": "message", "payload": { "text": "...", "idempotencyKey"?: "..." } }\`: a message for the session, with
-  the rules of \`POST /v1/sessions/{sessionId}/messages\` (length, rate limits, \`session_busy\`, same turn for a repeated key);
+  the rules of \`POST /v1/sessions/{sessionId}/messages\` (length, rate limits, \`session_busy\`, same turn for a repeated key;
+  after an \`error\` \`unavailable\` the turn may have started: send the message again with the same key);
 - \`{ "type": "approve", "payload": { "turnId": "...", "toolCallId": "...", "approve": true } }\`: decide a call waiting
   for approval, under the rules of \`POST /v1/turns/{turnId}/approvals/{toolCallId}\`; answered by
   \`approval\` \`{ turnId, toolCallId, decision }\` or an \`error\` frame with the same codes;
