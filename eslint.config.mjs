@@ -50,7 +50,7 @@ export default tseslint.config(
     languageOptions: {
       sourceType: 'module',
       globals: Object.fromEntries(
-        ['window', 'document', 'fetch', 'EventSource', 'sessionStorage', 'atob', 'alert', 'setInterval', 'clearInterval', 'URL', 'URLSearchParams', 'location', 'history', 'encodeURIComponent', 'JSON', 'Date', 'Object', 'String', 'Error', 'Promise', 'console']
+        ['window', 'document', 'fetch', 'EventSource', 'sessionStorage', 'atob', 'alert', 'setInterval', 'clearInterval', 'URL', 'URLSearchParams', 'location', 'history', 'encodeURIComponent', 'JSON', 'Date', 'Object', 'String', 'Error', 'Promise', 'console', 'crypto', 'setTimeout', 'Uint8Array', 'Array']
           .map((name) => [name, 'readonly']),
       ),
     },

@@ -11,6 +11,8 @@ const SESSION_ID = /^[a-zA-Z0-9_-]{1,64}$/;
 /** How often an open chat reads its session again: turns another tab or device sent show up. */
 const REFRESH_MS = 2000;
 const HIDDEN_REFRESH_MS = 15_000;
+/** How long a message is sent again while the API answers 503 or not at all. */
+const SEND_FOR_MS = 30_000;
 
 export function sessionInUrl() {
   const id = new URLSearchParams(location.hash.slice(1)).get('session');
@@ -103,12 +105,27 @@ export function useChat(api, token) {
     setSessionState(id);
   };
 
-  /** Posts to one of the session's routes and follows the turn it starts. */
+  /**
+   * Posts to one of the session's routes and follows the turn it starts. Under an Idempotency-Key of
+   * its own, sent again with it after a 503 or a lost connection for up to SEND_FOR_MS: the first
+   * attempt may have started the turn, and the same key names that turn instead of starting a second.
+   */
   const start = useCallback(
     async (route, body, userText) => {
-      const accepted = await api('POST', `/v1/sessions/${encodeURIComponent(current.current)}/${route}`, body);
-      follow(accepted.turnId, userText);
-      return accepted;
+      // getRandomValues, not randomUUID: the console may be served over plain HTTP on a private network.
+      const key = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
+      const until = Date.now() + SEND_FOR_MS;
+      for (;;) {
+        try {
+          const accepted = await api('POST', `/v1/sessions/${encodeURIComponent(current.current)}/${route}`, body, { 'idempotency-key': key });
+          follow(accepted.turnId, userText);
+          return accepted;
+        } catch (e) {
+          const again = e.status === 503 || e.status === undefined;
+          if (!again || Date.now() > until) throw e;
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
     },
     [api, follow],
   );

@@ -17,10 +17,10 @@ export function claimsOf(token) {
 /** `api(method, route, body?)`: JSON in and out; an error's message is the API's own. */
 export function useApi(token, onUnauthorized) {
   return useCallback(
-    async (method, route, body) => {
+    async (method, route, body, headers = {}) => {
       const res = await fetch(route, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { ...headers, authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const json = await res.json().catch(() => ({}));

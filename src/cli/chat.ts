@@ -17,6 +17,8 @@ import { sseEvents, type SseEvent } from '../shared/sse';
 import { mintTokenFromArgs, UsageError } from './mint-token';
 
 const root = path.resolve(__dirname, '..', '..', '..');
+/** How long a message is sent again while the service answers 503 or not at all. */
+const SEND_FOR_MS = 30_000;
 const USAGE = 'usage: npm run chat -- [--role admin|teacher|student] [--session ID] [--api URL] [--token JWT]';
 
 interface ChatOptions {
@@ -72,10 +74,10 @@ async function main(): Promise<void> {
   const opts = await chatOptions(process.argv.slice(2), process.env);
   const out = (text: string): boolean => process.stdout.write(text);
   const headers = { authorization: `Bearer ${opts.token}` };
-  const api = async (method: string, route: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
+  const api = async (method: string, route: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> => {
     const res = await fetch(`${opts.api}${route}`, {
       method,
-      headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      headers: body === undefined ? { ...headers, ...extra } : { ...headers, ...extra, 'content-type': 'application/json' },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     return { status: res.status, json: (await res.json().catch(() => ({}))) as Record<string, unknown> };
@@ -276,6 +278,23 @@ async function main(): Promise<void> {
     }
   };
 
+  /**
+   * POSTs a message under an Idempotency-Key of its own, again with that key after a 503 or a lost
+   * connection: the first attempt may have started the turn, and the same key names it, never a second.
+   * undefined when no answer came within SEND_FOR_MS.
+   */
+  const sendMessage = async (text: string): Promise<{ status: number; json: Record<string, unknown> } | undefined> => {
+    const key = randomBytes(12).toString('base64url');
+    const until = Date.now() + SEND_FOR_MS;
+    for (let said = false; ; said = true) {
+      const posted = await api('POST', `/v1/sessions/${opts.session}/messages`, { text }, { 'idempotency-key': key }).catch(() => undefined);
+      if (posted && posted.status !== 503) return posted;
+      if (Date.now() > until || active?.cancelling) return undefined;
+      if (!said) out('(the service is unavailable; sending again, the same message under the same key…)\n');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  };
+
   for (;;) {
     const line = await ask('you> ');
     if (line === undefined) break;
@@ -283,7 +302,12 @@ async function main(): Promise<void> {
     if (!text) continue;
     active = { cancelling: false };
     try {
-      const posted = await api('POST', `/v1/sessions/${opts.session}/messages`, { text });
+      const posted = await sendMessage(text);
+      if (!posted) {
+        const why = active.cancelling ? 'stopped sending' : `the service did not answer for ${SEND_FOR_MS / 1000} s`;
+        out(`(${why}: if the message reached it, its turn shows when the session is opened again)\n`);
+        continue;
+      }
       if (posted.status !== 202 && posted.status !== 200) {
         out(`(not sent: ${problem(posted)})\n`);
         continue;

@@ -12,7 +12,8 @@ import { ROOT, startSystem, type TestSystem } from '../helpers/system';
  * same session sees the call and who decided and when, and sends a turn the first tab sees; every field
  * kind of server-everything's elicitation form, checked while typing; answers as sanitized Markdown (a
  * script in them never runs); the sessions list, where a session is renamed and deleted, pages with
- * More… and keeps its pages on a refresh. `CONSOLE_SCREENSHOTS=<dir>` saves the views there
+ * More… and keeps its pages on a refresh; a message answered 503 after its turn started is sent again
+ * under the same Idempotency-Key and makes one turn. `CONSOLE_SCREENSHOTS=<dir>` saves the views there
  * (`CONSOLE_SCREENSHOTS=docs/screenshots` refreshes the committed ones).
  */
 let sys: TestSystem;
@@ -351,5 +352,33 @@ test('the sessions list pages with More…; a refresh keeps the pages loaded', a
     { polling: 500, ...WAIT },
   );
   await expect(items.count()).resolves.toBe(total + 1);
+  await page.close();
+});
+
+test('a message whose first answer was lost after its turn started (a 503) is sent again under the same key: one turn, one answer', async () => {
+  const page = await openConsole();
+  const session = sessionOf(page);
+  const keys: string[] = [];
+  await page.route(`**/v1/sessions/${session}/messages`, async (route) => {
+    if (route.request().method() !== 'POST') return route.continue();
+    keys.push(route.request().headers()['idempotency-key'] ?? '');
+    if (keys.length > 1) return route.continue();
+    // The API took the message and started the turn; the answer is lost on the way (as when
+    // Temporal took the start and went down before answering), and the console sees a 503.
+    await route.fetch();
+    await route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'try again shortly' } }) });
+  });
+  await page.fill('#message', 'echo sent once');
+  await page.click('#send');
+  await page.locator('.turn[data-status="completed"] .answer', { hasText: 'sent once' }).first().waitFor(WAIT);
+  expect(keys).toHaveLength(2);
+  expect(keys[0]).toMatch(/^[0-9a-f]{24}$/);
+  expect(keys[1]).toBe(keys[0]);
+  const view = await waitFor(async () => {
+    const res = await fetch(`${sys.apiUrl}/v1/sessions/${session}/messages`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const body = (await res.json()) as { messages: Array<{ role: string; status?: string }> };
+    return body.messages.some((m) => m.role === 'assistant') ? body : undefined;
+  });
+  expect(view.messages.filter((m) => m.role === 'user')).toHaveLength(1);
   await page.close();
 });

@@ -11,12 +11,18 @@ import { DIST, ROOT } from '../helpers/system';
  */
 let api: Server;
 let apiUrl: string;
+const posts: Array<{ url: string; key: string | string[] | undefined }> = [];
 
 beforeAll(async () => {
   api = createServer((req, res) => {
     const url = req.url ?? '';
     if (req.method === 'GET' && url.endsWith('/messages')) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{}');
     if (req.method === 'POST' && url.endsWith('/messages')) {
+      posts.push({ url, key: req.headers['idempotency-key'] });
+      // Session resend-1: the first POST is answered 503 (Temporal took the start, its answer was lost).
+      if (url.includes('/resend-1/') && posts.filter((p) => p.url === url).length === 1) {
+        return void res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'unavailable', message: 'try again shortly' } }));
+      }
       return void res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ turnId: 'turn-1', eventsUrl: '/v1/turns/turn-1/events' }));
     }
     if (url.startsWith('/v1/turns/turn-1/events')) {
@@ -102,6 +108,31 @@ test('typed text stays on its line and the answer starts below it', async () => 
     expect(await exited).toBe(0);
     const shown = screen(raw).filter((line) => line !== '');
     expect(shown.slice(1)).toEqual(['you> add a note', '  → notes__add_note {"text":"x"}', '  ← notes__add_note ok', 'assistant> Noted.', 'you>']);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+});
+
+test('a message answered 503 is sent again under the same Idempotency-Key, and its turn followed', async () => {
+  const child = spawn(process.execPath, [path.join(DIST, 'src/cli/chat.js'), '--api', apiUrl, '--token', 't', '--session', 'resend-1'], { cwd: ROOT });
+  let raw = '';
+  child.stdout.on('data', (d: Buffer) => (raw += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (raw += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    child.stdin.write('add a note\n');
+    const deadline = Date.now() + 60_000;
+    while (!raw.includes('assistant> Noted.')) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no answer:\n${raw}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    const mine = posts.filter((p) => p.url.includes('/resend-1/'));
+    expect(mine).toHaveLength(2);
+    expect(typeof mine[0]?.key).toBe('string');
+    expect(mine[1]?.key).toBe(mine[0]?.key);
+    expect(raw).toContain('sending again, the same message under the same key');
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
