@@ -40,6 +40,7 @@ import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 import { createAttemptUsageRecorder, workflowOwnerFrom } from './usage/attempt-usage';
 import { createSessionLink, sessionSinks } from './session-link';
+import { createInputLink } from './input-link';
 import { Client } from '@temporalio/client';
 import { fileLivenessRegistry } from './liveness/file-registry';
 import { postgresLivenessRegistry } from './liveness/pg-registry';
@@ -313,6 +314,7 @@ async function main(): Promise<void> {
         }),
         // Turns the API starts beside their session join it and tell it their end through this client.
         sessions: sessionLink,
+        inputs: createInputLink(client),
         ...(env.TOKEN_SEAL_KEY ? { unsealToken: (sealed: string) => unsealToken(sealed, env.TOKEN_SEAL_KEY as string) } : {}),
       }),
     });

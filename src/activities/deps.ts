@@ -10,9 +10,24 @@ import type { McpHub } from '../mcp/types';
 import type { WorkerObserver } from '../metrics';
 import type { AttemptUsageRecorder } from '../usage/attempt-usage';
 import type { SessionLink } from './session-link';
+import type { ElicitationAnswer, InputAsked } from '../shared/turn';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };
+}
+
+/** A tool call's way to its turn while it holds a server's question open (src/input-link.ts). */
+export interface InputLink {
+  /**
+   * Tells the turn `question` waits on `toolCallId` and waits for the owner's answer (one `matches`
+   * accepts) until `until` (performance.now() time) or `signal`; undefined when none came in time.
+   */
+  hold(args: { workflowId: string; toolCallId: string; question: InputAsked; matches: (a: ElicitationAnswer) => boolean; until: number; signal: AbortSignal }): Promise<ElicitationAnswer | undefined>;
+  /**
+   * Whether an earlier attempt of the call held a question its answer never went to: the server was
+   * still asking (it acts after its questions: decision 0011), so the call may be sent again.
+   */
+  heldUntaken(workflowId: string, toolCallId: string): Promise<boolean>;
 }
 
 export interface ActivityDeps {
@@ -50,5 +65,7 @@ export interface ActivityDeps {
   usage?: AttemptUsageRecorder;
   /** Session and turn workflows, for turns the API started beside their session; absent: such turns fail to join. */
   sessions?: SessionLink;
+  /** Lets a tool call hold a server's question open while the user answers; absent: every question goes by re-issue. */
+  inputs?: InputLink;
 }
 

@@ -8,7 +8,8 @@ import type { ToolErrorClass, ToolOutcomeLabel } from '../metrics';
 import { scrubSecrets } from '../security/secrets';
 import type { ToolTaskRef } from '../mcp/types';
 import { AuthorizationDeniedError, AuthorizationRequiredError } from '../mcp/oauth';
-import { ElicitationSession } from '../mcp/elicitation';
+import { ElicitationSession, type HoldQuestion } from '../mcp/elicitation';
+import { DEFAULT_TIMEOUTS } from '../mcp/config';
 import { SamplingSession } from '../mcp/sampling';
 import { withCaller } from '../mcp/user-token';
 import { boundToolOutcome } from '../mcp/render';
@@ -32,6 +33,8 @@ export type { SummarizeInput } from './llm';
 
 /** What a tool call leaves of its attempt's start-to-close timeout: it ends first, saying why. */
 const ATTEMPT_MARGIN_MS = 2_000;
+/** A held question gives up this long before the call's request would time out, to abort it cleanly instead. */
+const HOLD_MARGIN_MS = 5_000;
 
 export type { ActivityDeps, ArgumentCheck } from './deps';
 
@@ -206,8 +209,17 @@ export function createActivities(deps: ActivityDeps) {
 
       // Every attempt is audited: a retried side effect must be visible as such.
       if (auditBase) await deps.audit?.append({ ...auditBase, kind: 'tool_call', args: input.arguments });
-      // A question of the server that no recorded answer covers aborts the call: the turn asks the user.
-      const elicitation = new ElicitationSession(input.elicitations);
+      // A question of the server that no recorded answer covers goes to the user: held open while the
+      // call's timeouts allow, else the call is aborted and issued again with the answer.
+      let sentAt: number | undefined;
+      const elicitation = new ElicitationSession(
+        input.elicitations,
+        holdQuestion(deps, input, () => {
+          const callMs = deps.hub.serverConfig?.(input.server)?.timeouts.callMs ?? DEFAULT_TIMEOUTS.callMs;
+          const attemptEnd = started + ctx.info.startToCloseTimeoutMs - ATTEMPT_MARGIN_MS;
+          return Math.min((sentAt ?? performance.now()) + callMs, attemptEnd) - HOLD_MARGIN_MS;
+        }),
+      );
       const resumeTask = previous?.task && typeof previous.task.taskId === 'string' ? previous.task : undefined;
       // Which worker beat last: the next attempt can tell whether it runs elsewhere (its worker stopped).
       let details: { task?: ToolTaskRef; progress?: unknown; sent?: boolean; worker: string } = resumeTask ? { task: resumeTask, sent: true, worker: workerId } : { worker: workerId };
@@ -225,7 +237,9 @@ export function createActivities(deps: ActivityDeps) {
         });
       };
       // An earlier attempt sent the request and its worker stopped before the answer came back.
-      if (previous?.sent && !resumeTask && !safety.repeatable) {
+      // (Unless it stopped while its server waited for the user's answer: the server has not acted, so
+      // the call is sent again as a re-issue would be; decision 0011.)
+      if (previous?.sent && !resumeTask && !safety.repeatable && !(await stillAsking(deps, input))) {
         throw outcomeUnknown(`attempt ${ctx.info.attempt - 1} sent the request and stopped (its worker ended) before an answer came back`);
       }
       // The server's requests for the host's model: within the allowance, each one audited.
@@ -279,6 +293,7 @@ export function createActivities(deps: ActivityDeps) {
             },
             // The first heartbeat of an attempt leaves at once: a later attempt learns the request went out.
             onSend: () => {
+              sentAt = performance.now();
               details = { ...details, sent: true };
               beat(details);
             },
@@ -355,6 +370,26 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/**
+ * How a tool call holds its server's question open while the user answers (issue 22 §2): through its
+ * turn (deps.inputs), until `until()` (performance.now() time: before the request's own timeout or
+ * the attempt's end). None for a local activity (it cannot heartbeat) or without a link to the turn.
+ */
+function holdQuestion(deps: ActivityDeps, input: ToolCallInput, until: () => number): HoldQuestion | undefined {
+  const ctx = Context.current();
+  const link = deps.inputs;
+  const toolCallId = input.toolCallId;
+  const workflowId = ctx.info.workflowExecution?.workflowId;
+  if (!link || !toolCallId || !workflowId || ctx.info.isLocal) return undefined;
+  return (question, matches) => link.hold({ workflowId, toolCallId, question, matches, until: until(), signal: ctx.cancellationSignal });
+}
+
+/** Whether the attempt before this one stopped while it held a question whose answer never reached the server. */
+async function stillAsking(deps: ActivityDeps, input: ToolCallInput): Promise<boolean> {
+  const workflowId = Context.current().info.workflowExecution?.workflowId;
+  return deps.inputs !== undefined && input.toolCallId !== undefined && workflowId !== undefined && (await deps.inputs.heldUntaken(workflowId, input.toolCallId));
+}
 
 /** The caller as servers see it in `_meta`: identity and scopes, never a token. */
 function userMeta(user: UserContext, traceId?: string): Record<string, unknown> {

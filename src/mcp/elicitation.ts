@@ -1,17 +1,19 @@
 /**
  * Elicitation as durable human input, the worker's half. A server's `elicitation/create` during a
- * tool call cannot be answered inside the activity (the user may take minutes, the worker may die), so
- * the call is abandoned and re-issued later with the answer:
+ * tool call is answered in one of three ways:
  *
- *   1. no answer recorded for this request: remember what was asked, abort the tool call (the server
+ *   1. a recorded answer (the call was issued again after the user answered): handed back in order,
+ *      each to the request it answered (matched by its mode, message and URL);
+ *   2. held (issue 22 §2): the activity tells its turn, which asks the user, and keeps the request open
+ *      while it waits for the answer, within the call's own timeouts; the answer goes to the server in
+ *      the same call;
+ *   3. otherwise (no hold, or it ran out): remember what was asked, abort the tool call (the server
  *      gets `notifications/cancelled`) and answer `cancel`; the activity then fails with
- *      `McpInputRequired` and the turn waits for the user (src/workflows/inputs.ts);
- *   2. on the re-issued call (same idempotency key), the recorded answers are handed back in order,
- *      each to the request it answered (matched by its mode, message and URL).
+ *      `McpInputRequired` and the turn waits for the user and issues the call again (decision 0011).
  *
  * Three kinds of question take that path: a form (`requestedSchema`), a URL the user should open (URL
  * mode, asked by request or by a tools/call error -32042), and, when the policy wants it, the user's
- * leave for a server's sampling request (src/mcp/sampling.ts).
+ * leave for a server's sampling request (src/mcp/sampling.ts; never held).
  *
  * An answer never lives only in the worker: it is in the workflow's history, so a restarted worker
  * re-issues the call with it.
@@ -21,6 +23,9 @@ import { NO_CONTENT_SCHEMA, type ElicitationAnswer, type InputAsked } from '../s
 import type { ElicitationRequest } from './server-requests';
 import type { CallElicitation } from './user-token';
 
+/** Waits for the user's answer to `question` while the request stays open; undefined when none came in time. */
+export type HoldQuestion = (question: InputAsked, matches: (answer: ElicitationAnswer) => boolean) => Promise<ElicitationAnswer | undefined>;
+
 /** One tool call's elicitation state (lives in the caller context of that call). */
 export class ElicitationSession implements CallElicitation {
   private readonly abort = new AbortController();
@@ -28,7 +33,7 @@ export class ElicitationSession implements CallElicitation {
   /** Set when the server asked something no recorded answer covers. */
   asked?: InputAsked;
 
-  constructor(answers: readonly ElicitationAnswer[] = []) {
+  constructor(answers: readonly ElicitationAnswer[] = [], private readonly hold?: HoldQuestion) {
     this.answers = [...answers];
   }
 
@@ -37,16 +42,26 @@ export class ElicitationSession implements CallElicitation {
     return this.abort.signal;
   }
 
-  answer(params: ElicitRequest['params']): ElicitResult {
+  async answer(params: ElicitRequest['params']): Promise<ElicitResult> {
     if (params.mode === 'url') {
-      const action = this.ask({ mode: 'url', message: params.message, url: params.url, requestedSchema: NO_CONTENT_SCHEMA });
+      const action = await this.askHeld({ mode: 'url', message: params.message, url: params.url, requestedSchema: NO_CONTENT_SCHEMA });
       return { action: action?.action ?? 'cancel' };
     }
     const schema = 'requestedSchema' in params ? params.requestedSchema : undefined;
     if (!schema) return { action: 'decline' };
-    const recorded = this.ask({ message: params.message, requestedSchema: schema as Record<string, unknown> });
+    const recorded = await this.askHeld({ message: params.message, requestedSchema: schema as Record<string, unknown> });
     if (!recorded) return { action: 'cancel' };
     return { action: recorded.action, ...(recorded.action === 'accept' && recorded.content ? { content: recorded.content } : {}) };
+  }
+
+  /** A recorded answer, else the user's while the request is held, else ask() (abort and re-issue). */
+  private async askHeld(question: InputAsked): Promise<ElicitationAnswer | undefined> {
+    const next = this.answers[0];
+    if ((!next || !sameQuestion(next, question)) && this.hold && !this.asked) {
+      const held = await this.hold(question, (a) => sameQuestion(a, question));
+      if (held) return held;
+    }
+    return this.ask(question);
   }
 
   /**
@@ -75,5 +90,5 @@ function sameQuestion(answer: ElicitationAnswer, question: InputAsked): boolean 
  */
 export function elicitFromCaller(request: ElicitationRequest): Promise<ElicitResult> {
   const session = request.caller?.elicitation;
-  return Promise.resolve(session ? session.answer(request.params) : { action: 'decline' });
+  return session ? session.answer(request.params) : Promise.resolve({ action: 'decline' });
 }

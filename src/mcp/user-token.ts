@@ -6,7 +6,7 @@ import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitRe
  * here by what the context needs of it, so this file depends on no handler.
  */
 export interface CallElicitation {
-  answer(params: ElicitRequest['params']): ElicitResult;
+  answer(params: ElicitRequest['params']): Promise<ElicitResult>;
 }
 
 /** What a tool call's server may ask of the host's model (src/mcp/sampling.ts's SamplingSession). */

@@ -5,7 +5,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { PredecessorEnded } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
+import type { ApprovalInput, ApprovalResult, ElicitationAnswer, InputAsked, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 
@@ -94,6 +94,22 @@ export const authorizationCompletedSignal = defineSignal<[{ server: string }]>('
  * Failure.InputNotPending or InputForbidden.
  */
 export const provideInputUpdate = defineUpdate<{ toolCallId: string; action: ProvideInput['action'] }, [ProvideInput]>('provideInput');
+
+/**
+ * A tool call's activity → its turn: the server asked the user `question` and the activity holds the
+ * server's request open while the user answers (issue 22 §2). The turn shows the question as it shows
+ * one from a failed call; the activity reads the answer with `inputAnswer` and hands it to the server
+ * in the same call. A call whose hold ends first falls back to the re-issue (decision 0011).
+ */
+export const inputAskedSignal = defineSignal<[{ toolCallId: string; question: InputAsked }]>('inputAsked');
+/**
+ * The question a tool call's activity holds: its answer once given (null before), and whether an
+ * attempt took it to the server (`inputTaken`). null when no question is held on that call. A later
+ * attempt reads it too: a question held and never taken means the server has not acted yet.
+ */
+export const inputAnswerQuery = defineQuery<{ answer: ElicitationAnswer | null; taken: boolean } | null, [string]>('inputAnswer');
+/** The activity takes the answer to the server: recorded before the server hears it. Rejected when none waits. */
+export const inputTakenUpdate = defineUpdate<ElicitationAnswer, [string]>('inputTaken');
 
 /** Custom search attributes set on every turn for the owner, registered with SessionId. */
 export const USER_ID_SEARCH_ATTRIBUTE = 'UserId';

@@ -1,4 +1,4 @@
-import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, patched, setHandler } from '@temporalio/workflow';
 import { innermostCause } from './activity-failures';
 import type { PlannedCall } from '../core/host-loop';
 import type { TurnRecord } from '../core/turn-record';
@@ -7,28 +7,84 @@ import { Failure } from '../shared/failures';
 import type { Policy } from '../shared/policy';
 import { INPUT_WAIT_MS, type ElicitationAnswer, type InputAsked, type InputMode } from '../shared/turn';
 import type { UserContext } from '../shared/user';
-import { provideInputUpdate } from './definitions';
+import { inputAnswerQuery, inputAskedSignal, inputTakenUpdate, provideInputUpdate } from './definitions';
 
 type AuditInput = (entry: Omit<AuditRequest, 'actor' | 'workflowId' | 'runId'>) => Promise<void>;
 
 /**
- * Elicitation as durable human input: a server that asks the user something during a tool call makes
- * the call fail with `McpInputRequired`; the turn shows the question (`input_required`), waits for the
- * owner's answer through an update (or a timeout, or the turn's cancellation), and the call is issued
- * again with the answers so far (src/mcp/elicitation.ts hands them back to the server). The wait is a
- * durable timer and an update, so it survives worker restarts. Policy decides which servers may ask;
+ * Elicitation as durable human input. A server asks the user something during a tool call:
+ *
+ * - held (issue 22 §2): the call's activity keeps the server's request open and says so with
+ *   `inputAsked`; the turn shows the question (`input_required`), the owner answers through the
+ *   `provideInput` update, and the activity, reading `inputAnswer`, hands the answer to the server in
+ *   the same call;
+ * - re-issued (decision 0011), when no hold is possible or it ran out (the call's own timeout, a worker
+ *   restart): the call fails with `McpInputRequired`, the turn waits for the answer (a durable timer and
+ *   the update) and issues the call again with the answers so far (src/mcp/elicitation.ts hands them
+ *   back to the server's repeated questions).
+ *
+ * A question is shown and answered once, whichever way it goes. Policy decides which servers may ask;
  * every question and answer is audited.
  */
 export function handleInputs(record: TurnRecord, owner: UserContext | undefined, policy: Policy | undefined, audit: AuditInput) {
-  /** Questions waiting for the owner, by tool call id; the answer once given. */
-  const waiting = new Map<string, { answer?: ElicitationAnswer } & Pick<ElicitationAnswer, 'message' | 'mode' | 'url'>>();
+  type Call = Extract<PlannedCall, { kind: 'call' }>;
+  type Question = Pick<ElicitationAnswer, 'message' | 'mode' | 'url'>;
+  /** The question waiting on each tool call; its answer once given, `settled` once said and audited. */
+  type Entry = Question & { answer?: ElicitationAnswer; settled?: boolean; held?: boolean; taken?: boolean };
+  const waiting = new Map<string, Entry>();
+  /** Calls running now, which may ask while their activity holds the server's request. */
+  const running = new Map<string, { p: Call; step: number }>();
+  /** Answers given while a call held its question, kept for a re-issue of that call. */
+  const heldAnswers = new Map<string, ElicitationAnswer[]>();
+  /** Answers being said and audited (from the update), awaited by the call they belong to. */
+  const settling = new Map<string, Promise<ElicitationAnswer>>();
+
+  const questionOf = (asked: InputAsked): Question => ({ message: asked.message, ...(asked.mode ? { mode: asked.mode } : {}), ...(asked.url !== undefined ? { url: asked.url } : {}) });
+  const same = (a: Question, b: Question) => a.message === b.message && (a.mode ?? 'form') === (b.mode ?? 'form') && a.url === b.url;
+
+  /** Audits and shows the question; a server the policy does not let ask gets `decline` at once. */
+  async function open(p: Call, step: number, asked: InputAsked): Promise<ElicitationAnswer | undefined> {
+    const server = p.tool.server;
+    // The sampling policy already chose who may ask for the model; the question is only the user's leave.
+    const allowed = asked.mode === 'sampling' || mayElicit(policy, server, owner);
+    const question = questionOf(asked);
+    await audit({ kind: 'elicitation_requested', server, tool: p.tool.tool, toolCallId: p.call.id, detail: `${asked.mode && asked.mode !== 'form' ? `${asked.mode}: ` : ''}${asked.message}`.slice(0, 200), ...(allowed ? {} : { outcome: 'denied' }) });
+    if (!allowed) return { ...question, action: 'decline' };
+    waiting.set(p.call.id, question);
+    record.emit('input_required', { toolCallId: p.call.id, name: p.tool.name, server, ...question, requestedSchema: asked.requestedSchema, step, expiresInMs: INPUT_WAIT_MS });
+    return undefined;
+  }
+
+  /** Says the answer (or that nobody answered in time) and audits it, once per question. */
+  async function settle(p: Call, entry: Entry | undefined, inTime: boolean): Promise<ElicitationAnswer> {
+    const { answer: given, settled, held: _held, taken: _taken, ...question } = entry ?? { message: '' };
+    const answer = given ?? { ...question, action: 'cancel' as const };
+    if (settled) return answer;
+    if (entry) entry.settled = true;
+    const server = p.tool.server;
+    record.emit('input_provided', { toolCallId: p.call.id, server, action: answer.action, ...(inTime ? {} : { timedOut: true }) });
+    await audit({
+      kind: 'elicitation_answered',
+      server,
+      tool: p.tool.tool,
+      toolCallId: p.call.id,
+      outcome: answer.action === 'accept' ? 'ok' : answer.action === 'decline' ? 'declined' : 'cancelled',
+      ...(answer.content ? { args: answer.content } : {}),
+      ...(inTime ? {} : { detail: 'timed out' }),
+    });
+    return answer;
+  }
+
   setHandler(
     provideInputUpdate,
     (input) => {
       const entry = waiting.get(input.toolCallId);
       if (entry) {
-        const { answer: _none, ...question } = entry;
+        const { answer: _none, settled: _not, held: _held, taken: _taken, ...question } = entry;
         entry.answer = { ...question, action: input.action, ...(input.content ? { content: input.content } : {}) };
+        // A held call reads the answer now: said now (the event at once, the audit awaited by the call), not when the call ends.
+        const call = running.get(input.toolCallId);
+        if (call && patched('elicitation-held')) settling.set(input.toolCallId, settle(call.p, entry, true));
       }
       return { toolCallId: input.toolCallId, action: input.action };
     },
@@ -43,31 +99,77 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
     },
   );
 
+  // A running call's activity holds the server's question: show it (once, however often its attempts ask).
+  setHandler(inputAskedSignal, async ({ toolCallId, question: asked }) => {
+    const call = running.get(toolCallId);
+    if (!call) return;
+    const entry = waiting.get(toolCallId);
+    if (entry && same(entry, questionOf(asked))) return;
+    // The call's question before was answered and the server asks the next one: keep that answer.
+    if (entry?.answer) heldAnswers.set(toolCallId, [...(heldAnswers.get(toolCallId) ?? []), entry.answer]);
+    waiting.delete(toolCallId);
+    const refused = await open(call.p, call.step, asked);
+    const opened = waiting.get(toolCallId);
+    if (refused) waiting.set(toolCallId, { ...questionOf(asked), answer: refused, settled: true, held: true });
+    else if (opened) opened.held = true;
+  });
+  setHandler(inputAnswerQuery, (toolCallId) => {
+    const entry = waiting.get(toolCallId);
+    return entry?.held ? { answer: entry.answer ?? null, taken: entry.taken === true } : null;
+  });
+  setHandler(
+    inputTakenUpdate,
+    (toolCallId) => {
+      const entry = waiting.get(toolCallId) as Entry & { answer: ElicitationAnswer };
+      entry.taken = true;
+      return entry.answer;
+    },
+    {
+      validator: (toolCallId) => {
+        const entry = waiting.get(toolCallId);
+        if (!entry?.held || !entry.answer) throw ApplicationFailure.create({ type: Failure.InputNotPending, message: 'no answer waits on that tool call', nonRetryable: true });
+      },
+    },
+  );
+
   return {
-    /** The owner's answer to what the server asked (`cancel` when nobody answered in time). */
-    async ask(p: Extract<PlannedCall, { kind: 'call' }>, step: number, asked: InputAsked): Promise<ElicitationAnswer> {
-      const server = p.tool.server;
-      // The sampling policy already chose who may ask for the model; the question is only the user's leave.
-      const allowed = asked.mode === 'sampling' || mayElicit(policy, server, owner);
-      const mode = asked.mode ? { mode: asked.mode } : {};
-      const url = asked.url !== undefined ? { url: asked.url } : {};
-      await audit({ kind: 'elicitation_requested', server, tool: p.tool.tool, toolCallId: p.call.id, detail: `${asked.mode && asked.mode !== 'form' ? `${asked.mode}: ` : ''}${asked.message}`.slice(0, 200), ...(allowed ? {} : { outcome: 'denied' }) });
-      if (!allowed) return { message: asked.message, ...mode, ...url, action: 'decline' };
-      waiting.set(p.call.id, { message: asked.message, ...mode, ...url });
-      record.emit('input_required', { toolCallId: p.call.id, name: p.tool.name, server, ...mode, message: asked.message, ...url, requestedSchema: asked.requestedSchema, step, expiresInMs: INPUT_WAIT_MS });
-      const inTime = await condition(() => waiting.get(p.call.id)?.answer !== undefined, INPUT_WAIT_MS);
-      const answer = waiting.get(p.call.id)?.answer ?? { message: asked.message, ...mode, ...url, action: 'cancel' as const };
+    /** A call of `step` starts: its activity may hold a question (the handlers above know the call). */
+    running(p: Call, step: number): void {
+      running.set(p.call.id, { p, step });
+    },
+
+    /** The call ended: a question it held and nobody answered is closed as `cancel` (the call no longer waits); a re-issue's question left by a cancellation is dropped as before. */
+    async ended(p: Call): Promise<void> {
+      running.delete(p.call.id);
+      heldAnswers.delete(p.call.id);
+      await settling.get(p.call.id);
+      settling.delete(p.call.id);
+      const entry = waiting.get(p.call.id);
       waiting.delete(p.call.id);
-      record.emit('input_provided', { toolCallId: p.call.id, server, action: answer.action, ...(inTime ? {} : { timedOut: true }) });
-      await audit({
-        kind: 'elicitation_answered',
-        server,
-        tool: p.tool.tool,
-        toolCallId: p.call.id,
-        outcome: answer.action === 'accept' ? 'ok' : answer.action === 'decline' ? 'declined' : 'cancelled',
-        ...(answer.content ? { args: answer.content } : {}),
-        ...(inTime ? {} : { detail: 'timed out' }),
-      });
+      if (entry?.held) await settle(p, entry, true);
+    },
+
+    /** Answers the owner gave while the call held its questions, in order (for the call issued again). */
+    takeHeld(p: Call): ElicitationAnswer[] {
+      const answers = heldAnswers.get(p.call.id) ?? [];
+      heldAnswers.delete(p.call.id);
+      return answers;
+    },
+
+    /** The owner's answer to what the server asked (`cancel` when nobody answered in time). */
+    async ask(p: Call, step: number, asked: InputAsked): Promise<ElicitationAnswer> {
+      const held = waiting.get(p.call.id);
+      // Asked already while the call held it (then its hold ran out): the same question, shown once.
+      if (!held || !same(held, questionOf(asked))) {
+        waiting.delete(p.call.id);
+        const refused = await open(p, step, asked);
+        if (refused) return refused;
+      }
+      const inTime = await condition(() => waiting.get(p.call.id)?.answer !== undefined, INPUT_WAIT_MS);
+      await settling.get(p.call.id);
+      settling.delete(p.call.id);
+      const answer = await settle(p, waiting.get(p.call.id), inTime);
+      waiting.delete(p.call.id);
       return answer;
     },
   };

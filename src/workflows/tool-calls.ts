@@ -92,6 +92,24 @@ export function createToolCalls(deps: ToolCallDeps) {
     /** The user's answers to the server's questions, handed back when the call is issued again. */
     const answers: ElicitationAnswer[] = [];
     let consents = 0;
+    // While it runs, the call's activity may hold a server's question open for the user (inputs.ts).
+    deps.inputs.running(p, step);
+    try {
+      return await issue(p, step, local, request, answers, () => consents++ < MAX_AUTHORIZATION_ROUNDS);
+    } finally {
+      await deps.inputs.ended(p);
+    }
+  }
+
+  /** Issues the call, again after each question answered or consent given; what the model hears back. */
+  async function issue(
+    p: Extract<PlannedCall, { kind: 'call' }>,
+    step: number,
+    local: boolean,
+    request: Parameters<Activities['callTool']>[0],
+    answers: ElicitationAnswer[],
+    mayWaitForConsent: () => boolean,
+  ): Promise<ToolOutcome> {
     for (;;) {
       const seen = deps.authorizations.seen(p.tool.server);
       try {
@@ -107,13 +125,15 @@ export function createToolCalls(deps: ToolCallDeps) {
         // answers so far; the idempotency key stays the same, so a server that dedupes is safe.
         const asked = failureTypeOf(err) === Failure.McpInputRequired ? inputAsked(err) : undefined;
         if (asked && answers.length < MAX_QUESTIONS_PER_CALL && patched('elicitation-reissue')) {
+          // Answers given while the call held its earlier questions come first, in the order asked.
+          answers.push(...deps.inputs.takeHeld(p));
           answers.push(await deps.inputs.ask(p, step, asked));
           continue;
         }
         // The server needs the user's consent first: wait for it (durably), then try again. Turns
         // recorded before this change replay as before (they never met this failure).
         const needed = failureTypeOf(err) === Failure.McpAuthorizationRequired ? authorizationNeeded(err) : undefined;
-        if (needed && consents++ < MAX_AUTHORIZATION_ROUNDS && patched('authorization-wait')) {
+        if (needed && mayWaitForConsent() && patched('authorization-wait')) {
           if (await deps.authorizations.wait(p, step, needed, seen)) continue;
           return { isError: true, text: `The user did not authorize this host with ${needed.server} in time; the call was not made.` };
         }

@@ -3,7 +3,8 @@
  * `trigger-elicitation-request` asks the user a form during a tool call. The turn shows the question
  * (`input_required`), the worker is SIGKILLed while it waits, a wrong answer is refused against the
  * schema, the owner's answer makes the call run again with it (defaults filled in by the SDK), and the
- * question and answer are audited. A policy that does not let the server ask gets `decline` at once.
+ * question and answer are audited. Answered while the call is alive, the answer goes to the server in
+ * the same call (issue 22 §2). A policy that does not let the server ask gets `decline` at once.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -75,6 +76,33 @@ test('a decline goes back to the server as a decline', async () => {
   expect((await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/inputs/${id}`, { action: 'decline' })).status).toBe(200);
   expect((await readSse(events, { timeoutMs: 60_000 })).at(-1)?.event).toBe('done');
   expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toContain('User declined to provide the requested information');
+});
+
+test('answered while the call still holds the question: the answer reaches the server in the same call (one activity, one attempt, no re-issue)', async () => {
+  const post = await postMessage(sys.apiUrl, 'elicit-held', 'ask me for my details');
+  const events = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
+  const seen = await readSse(events, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 60_000 });
+  const asked = seen.find((e) => e.event === 'input_required')?.data;
+  const ok = await postJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}/inputs/${String(asked?.toolCallId)}`, { action: 'accept', content: { name: 'Grace Hopper', integer: 3 } });
+  expect(ok.status).toBe(200);
+  const all = await readSse(events, { timeoutMs: 90_000 });
+  expect(all.at(-1)?.event).toBe('done');
+  // Said once each, the answer before the call's end.
+  expect(all.filter((e) => e.event === 'input_required')).toHaveLength(1);
+  expect(all.filter((e) => e.event === 'input_provided').map((e) => e.data)).toEqual([expect.objectContaining({ action: 'accept' })]);
+  const order = all.map((e) => e.event);
+  expect(order.indexOf('input_provided')).toBeLessThan(order.indexOf('tool_call_finished'));
+  expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toContain('- Name: Grace Hopper');
+
+  const history = await sys.client.workflow.getHandle(String(post.body.turnId)).fetchHistory();
+  const calls = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool');
+  expect(calls).toHaveLength(1);
+  const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes);
+  expect(started.every((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) === 1)).toBe(true);
+  expect((history.events ?? []).some((e) => e.activityTaskFailedEventAttributes)).toBe(false);
+  // The activity's hold: the question told to the turn (a signal), the answer taken (an update).
+  expect((history.events ?? []).some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'inputAsked')).toBe(true);
+  expect((history.events ?? []).some((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'inputTaken')).toBe(true);
 });
 
 /** On a system of its own with `policyPatch`, the eliciting tool's question is declined without the user being asked. */

@@ -155,9 +155,13 @@ export async function captureOAuth(): Promise<void> {
   }
 }
 
-/** A form question (server-everything's elicitation tool); a page to open (URL mode); a sampling request waiting for the user's leave. */
+/**
+ * A form question (server-everything's elicitation tool); a page to open (URL mode); a sampling request
+ * waiting for the user's leave. The form is answered while the call holds it (issue 22 §2):
+ * `turn-elicitation-held`; `turn-elicitation-answered` (kept) has the re-issue of the workers before.
+ */
 export async function captureElicitation(): Promise<void> {
-  await captureAnswered('turn-elicitation-answered', 'ask me for my details', { action: 'accept', content: { name: 'Replay Tester' } });
+  await captureAnswered('turn-elicitation-held', 'ask me for my details', { action: 'accept', content: { name: 'Replay Tester' } });
 }
 
 export async function captureUrlElicitation(): Promise<void> {
