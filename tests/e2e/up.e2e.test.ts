@@ -102,6 +102,9 @@ test('one JSON stream from every process; a clean start and a clean Ctrl-C, leav
   }, 30_000, 50);
   expect(turnLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['turn started', 'tool call', 'turn finished']));
   for (const l of turnLines.filter((x) => x.msg === 'tool call')) expect(l).toMatchObject({ sessionId: 'up', userId: admin.sub });
+  // A quiet log (issue 27 §4 counted about 1,900 lines for a dozen turns): this turn of five tool calls
+  // and six model calls, with the three requests around it, says about 20 lines in all processes.
+  expect(parse(up.output()).length - atStart.length).toBeLessThan(40);
 
   const before = parse(up.output()).length;
   up.child.kill('SIGINT');
