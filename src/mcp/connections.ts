@@ -65,7 +65,8 @@ export class Connections {
   constructor(private readonly opts: ConnectionsOptions) {
     this.logger = opts.logger;
     this.openSession = opts.openSession ?? openSessionFor;
-    this.now = opts.now ?? Date.now;
+    // Date.now read at each call: a test may fake the clock after the pool is made.
+    this.now = opts.now ?? (() => Date.now());
   }
 
   /** Runs `op` on the slot's connection (opened if need be), turning its failure into the pool's errors. */
