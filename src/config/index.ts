@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { IntentRule } from '../core/intents';
-import { describeIssues } from '../shared/issues';
+import { describeIssues, jsonErrorPosition } from '../shared/issues';
 import { DEFAULT_MAX_MESSAGE_CHARS } from '../shared/message-limits';
 import type { ContextSpec, TurnOptions } from '../shared/turn';
 import type { SessionSettings } from '../shared/session';
@@ -250,11 +250,17 @@ export function loadPayloadKeyring(env: Pick<EnvConfig, 'PAYLOAD_KEYS' | 'PAYLOA
 }
 
 export function loadHostConfig(file: string): HostConfig {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError(`${file}: cannot read host config: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${file}: host config is not valid JSON${jsonErrorPosition(text, err)}`);
   }
   const parsed = HostConfigSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(formatZodError(path.basename(file), parsed.error));

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './index';
 import type { Policy } from '../shared/policy';
-import { describeIssues } from '../shared/issues';
+import { describeIssues, jsonErrorPosition } from '../shared/issues';
 import type { UserContext } from '../shared/user';
 
 /** Role and tenant names, as carried in the JWT (`role`, `tenant_id`). */
@@ -156,7 +156,7 @@ export function loadPolicyFile(file: string): Policy {
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`policy file ${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ConfigError(`policy file ${file} is not valid JSON${jsonErrorPosition(text, err)}`);
   }
   try {
     return parsePolicy(json, `policy file ${file}`);

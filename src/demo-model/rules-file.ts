@@ -3,6 +3,7 @@
  * when `npm start` runs the demo model), and the sentences it offers users to try.
  */
 import { readFileSync } from 'node:fs';
+import { jsonErrorPosition } from '../shared/issues';
 import { DemoRulesError, parseDemoRules, type ResolvedDemoRules } from './rules';
 
 /** A rules file that cannot be used; the message names the file (and field, if any). */
@@ -20,7 +21,7 @@ export function loadRulesFile(file: string): ResolvedDemoRules {
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`rules file ${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(`rules file ${file} is not valid JSON${jsonErrorPosition(text, err)}`);
   }
   try {
     return parseDemoRules(json);

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { HOST_SERVER } from '../core/tool-search';
-import { describeIssues } from '../shared/issues';
+import { describeIssues, jsonErrorPosition } from '../shared/issues';
 import { ProblemList, resolveEnvRefs, resolveRecord, type PathPart, type RefContext } from './config-refs';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './transport-limits';
 import { AuthSchema, HttpEntrySchema, KNOWN_KEYS, StdioEntrySchema, describeIssue, kindOf, type TimeoutsSchema } from './config-schema';
@@ -324,20 +324,6 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-/** JSON.parse messages quote the offending text, which may be a secret; keep only the position. */
-function describeJsonError(text: string, error: unknown): string {
-  const message = error instanceof Error ? error.message : '';
-  const match = /position (\d+)/.exec(message);
-  // A file cut short has no position in the message: its end is where it went wrong.
-  const truncated = !match && /end of JSON input/i.test(message);
-  if (!match && !truncated) return 'invalid JSON';
-  const offset = match ? Number(match[1]) : text.length;
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  const column = offset - before.lastIndexOf('\n');
-  return `invalid JSON at line ${line}, column ${column}${truncated ? ' (the file ends before the JSON does: is it cut short?)' : ''}`;
-}
-
 /** Reads, parses, validates and resolves a config file. Throws `McpConfigError`. */
 export function loadMcpConfig(file: string, env: NodeJS.ProcessEnv): McpConfig {
   let text: string;
@@ -351,7 +337,7 @@ export function loadMcpConfig(file: string, env: NodeJS.ProcessEnv): McpConfig {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new McpConfigError(`${file}: ${describeJsonError(text, error)}`);
+    throw new McpConfigError(`${file}: invalid JSON${jsonErrorPosition(text, error)}`);
   }
   return parseMcpConfig(json, env, path.dirname(path.resolve(file)), file);
 }

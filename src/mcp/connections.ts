@@ -2,15 +2,16 @@
  * The life of the pool's connections: one per slot (a server, or a user of a per-user server), opened
  * on first use and replaced on the next use after it dies. Concurrent first uses share one connect,
  * each waiting for it its own connect timeout (connect-attempt.ts); a failed connect is never cached
- * (the next use within FAIL_FAST_MS fails fast, later ones try again); a dropped connection finishes
- * its in-flight requests before it is closed.
+ * (the next use within FAIL_FAST_MS fails fast, later ones try again; the health reports' background
+ * checks back off instead, see `reconnectBackoffMs`); a dropped connection finishes its in-flight
+ * requests before it is closed.
  *
  * Each connection is a session (session.ts); which SDK revision speaks for it is the `openSession`
  * this is given (by default session-select.ts's, by the server's `protocol`, with the slot's discovery).
  */
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { describeServer } from './config';
-import { ConnectTimeoutError, startConnectAttempt, type AttemptLimits } from './connect-attempt';
+import { ConnectTimeoutError, FAIL_FAST_MS, reconnectBackoffMs, startConnectAttempt, type AttemptLimits } from './connect-attempt';
 import {
   McpAbortError,
   McpTransientError,
@@ -28,8 +29,11 @@ import { SlotDiscovery, openSessionFor } from './session-select';
 import { openHttpWithFallback, type TransportKind } from './transports';
 import { callerContext } from './user-token';
 
-/** A connect attempt that failed within this window is not retried yet: fail fast instead. */
-const FAIL_FAST_MS = 500;
+/** How a use waits for its connection: a background check (`background`) waits out the reconnect back-off. */
+export interface UseOptions {
+  background?: boolean;
+}
+
 const STDERR_TAIL_LINES = 20;
 const TERMINATE_SESSION_TIMEOUT_MS = 1_000;
 export const PROBE_TIMEOUT_MS = 5_000;
@@ -43,6 +47,8 @@ export interface ConnectionsOptions {
   onResourceUpdated?: (server: string, uri: string) => void;
   /** Makes each connection's session; by default the server's revision's (session-select.ts). */
   openSession?: OpenSession;
+  /** The clock failures, back-offs and repeated warnings are measured on (default Date.now). */
+  now?: () => number;
 }
 
 /** How often a server that keeps failing the same way is reported at warn level again. */
@@ -52,18 +58,27 @@ export class Connections {
   readonly logger: HubLogger;
   private readonly open = new Set<Connection>();
   private readonly openSession: OpenSession;
+  private readonly now: () => number;
   private nextConnectionId = 1;
   private closed = false;
 
   constructor(private readonly opts: ConnectionsOptions) {
     this.logger = opts.logger;
     this.openSession = opts.openSession ?? openSessionFor;
+    // Date.now read at each call: a test may fake the clock after the pool is made.
+    this.now = opts.now ?? (() => Date.now());
   }
 
   /** Runs `op` on the slot's connection (opened if need be), turning its failure into the pool's errors. */
-  async withConnection<T>(slot: Slot, signal: AbortSignal | undefined, timeoutMs: number, op: (conn: Connection) => Promise<T>): Promise<T> {
+  async withConnection<T>(
+    slot: Slot,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+    op: (conn: Connection) => Promise<T>,
+    use: UseOptions = {},
+  ): Promise<T> {
     if (signal?.aborted) throw new McpAbortError(slot.cfg.name, signal.reason);
-    const conn = await this.acquire(slot, signal);
+    const conn = await this.acquire(slot, signal, use);
     conn.inflight += 1;
     try {
       return await op(conn);
@@ -110,15 +125,16 @@ export class Connections {
     return new McpTransientError(slot.cfg.name, safeReason(reason, slot.secrets));
   }
 
-  private acquire(slot: Slot, signal?: AbortSignal): Promise<Connection> {
+  private acquire(slot: Slot, signal: AbortSignal | undefined, use: UseOptions): Promise<Connection> {
     if (this.closed) return Promise.reject(this.transient(slot, 'the MCP hub is shut down'));
     if (slot.conn?.alive) return Promise.resolve(slot.conn);
     if (!slot.connecting) {
       const last = slot.lastFailure;
-      if (last && Date.now() - last.at < FAIL_FAST_MS) {
+      const waitMs = use.background ? reconnectBackoffMs(last?.inARow ?? 0) : FAIL_FAST_MS;
+      if (last && this.now() - last.at < waitMs) {
         return Promise.reject(this.transient(slot, `unavailable: ${last.reason}`));
       }
-      const began = Date.now();
+      const began = this.now();
       slot.connecting = startConnectAttempt(slot.cfg.timeouts.connectMs, (limits) =>
         this.openConnection(slot, limits)
           .then(
@@ -167,7 +183,7 @@ export class Connections {
     if (slot.warned) this.logger.info({ server: slot.cfg.name, failedConnects: slot.warned.repeats + 1 }, 'MCP server reachable again');
     slot.warned = undefined;
     // The uses that came first were told it was unavailable: say that it came after all.
-    const tookMs = Date.now() - began;
+    const tookMs = this.now() - began;
     if (tookMs > slot.cfg.timeouts.connectMs) this.logger.info({ server: slot.cfg.name, tookMs }, 'MCP server connected after its connect timeout; the uses still waiting have it');
     return conn;
   }
@@ -178,13 +194,13 @@ export class Connections {
     // Given up because the pool shuts down: nothing to say about the server.
     if (this.closed) throw this.transient(slot, 'the MCP hub is shut down');
     const reason = safeReason(describeCause(error), slot.secrets);
-    slot.lastFailure = { at: Date.now(), reason };
+    const now = this.now();
+    slot.lastFailure = { at: now, reason, inARow: (slot.lastFailure?.inARow ?? 0) + 1 };
     const tail = slot.stderrTail.map((line) => safeReason(line, slot.secrets));
     // Said once at warn, again only when the reason changes or every REPEAT_WARNING_MS; the
-    // connects in between (every catalog refresh and call tries) go to debug.
-    const now = Date.now();
+    // connects in between (turns' catalogs and calls, the health reports' backed-off checks) go to debug.
     const repeat = slot.warned?.reason === reason && now - slot.warned.at < REPEAT_WARNING_MS;
-    const fields = { server: slot.cfg.name, reason, ...(tail.length ? { stderrTail: tail } : {}) };
+    const fields = { server: slot.cfg.name, reason, failedConnectsInARow: slot.lastFailure.inARow, ...(tail.length ? { stderrTail: tail } : {}) };
     if (repeat && slot.warned) {
       slot.warned.repeats++;
       this.logger.debug(fields, `MCP server still unavailable: ${describeServer(slot.cfg)}`);

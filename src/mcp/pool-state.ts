@@ -84,7 +84,8 @@ export interface Slot {
   conn?: Connection;
   /** The connect under way, shared by every use that comes meanwhile; cleared when settled, so a failure is never cached. */
   connecting?: ConnectAttempt;
-  lastFailure?: { at: number; reason: string };
+  /** The last failed connect, and how many failed in a row (the background checks' back-off: connections.ts). */
+  lastFailure?: { at: number; reason: string; inARow: number };
   /** The failure last said at warn level, and how many connects failed the same way since (said at debug). */
   warned?: { at: number; reason: string; repeats: number };
   /** For `transport: auto`: the HTTP transport that worked, so reconnects skip the probing. */

@@ -52,6 +52,8 @@ export interface McpServerHubOptions {
    * (`notifications/resources/updated`): a cache of it is stale now.
    */
   onResourceUpdated?: (server: string, uri: string) => void;
+  /** The clock of connect failures, back-offs and listings' `ttlMs` (default Date.now; tests). */
+  now?: () => number;
 }
 
 /** Whose connection a request without a caller (a listing at worker start) uses on a per-user server. */
@@ -100,9 +102,15 @@ export class McpServerHub implements McpHub, McpContextSource {
       ...(opts.elicit ? { elicit: opts.elicit } : {}),
       ...(opts.sample ? { sample: opts.sample } : {}),
       ...(opts.onResourceUpdated ? { onResourceUpdated: opts.onResourceUpdated } : {}),
+      ...(opts.now ? { now: opts.now } : {}),
     });
     this.calls = { connections: this.connections, ...(opts.elicit ? { elicit: opts.elicit } : {}) };
-    this.listing = { connections: this.connections, slotFor: (base) => this.callerSlot(base), transportOf: (slot) => this.transportOf(slot) };
+    this.listing = {
+      connections: this.connections,
+      slotFor: (base) => this.callerSlot(base),
+      transportOf: (slot) => this.transportOf(slot),
+      ...(opts.now ? { now: opts.now } : {}),
+    };
     this.context = { connections: this.connections, ...(opts.onResourceUpdated ? { onResourceUpdated: opts.onResourceUpdated } : {}) };
     for (const cfg of Object.values(config.mcpServers)) this.slots.set(cfg.name, newSlot(cfg));
   }
@@ -118,8 +126,13 @@ export class McpServerHub implements McpHub, McpContextSource {
     return this.slots.get(server)?.cfg;
   }
 
+  /**
+   * Each server's state, for the health reports (asked every WORKER_REPORT_MS): a server whose
+   * connects keep failing is tried again only once its back-off has passed (connections.ts
+   * `reconnectBackoffMs`), its last failure reported meanwhile. A turn's catalog() tries at once.
+   */
   async status(): Promise<ServerStatus[]> {
-    const listings = await Promise.all([...this.slots.values()].map((slot) => inspect(this.listing, slot)));
+    const listings = await Promise.all([...this.slots.values()].map((slot) => inspect(this.listing, slot, { background: true })));
     return listings.map((l) => l.status);
   }
 

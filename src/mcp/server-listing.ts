@@ -6,7 +6,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { speaksHints, type CacheHint } from './cache-hints';
 import { listAllTools, type ServerListing } from './catalog';
-import { PROBE_TIMEOUT_MS, type Connections } from './connections';
+import { PROBE_TIMEOUT_MS, type Connections, type UseOptions } from './connections';
 import { RefusedError, type Connection, type HubLogger, type Slot } from './pool-state';
 import { McpFailure, describeCause, safeReason } from './failures';
 import { AuthorizationRequiredError } from './oauth';
@@ -22,8 +22,11 @@ export interface ListingContext {
   now?: () => number;
 }
 
-/** The server's tools and state; a failure is reported in the status, never thrown. */
-export async function inspect(ctx: ListingContext, base: Slot): Promise<ServerListing> {
+/**
+ * The server's tools and state; a failure is reported in the status, never thrown. A `background`
+ * inspection (the health reports) does not try a failing server again before its back-off has passed.
+ */
+export async function inspect(ctx: ListingContext, base: Slot, use: UseOptions = {}): Promise<ServerListing> {
   const server = base.cfg.name;
   if (base.cfg.disabled) {
     return { server, tools: [], status: { server, transport: ctx.transportOf(base), state: 'disabled', toolCount: 0 } };
@@ -38,7 +41,7 @@ export async function inspect(ctx: ListingContext, base: Slot): Promise<ServerLi
       // (A listing past its `ttlMs` is listed again instead, which says as much.)
       if (heldTools(conn, ctx.now) && conn.kind !== 'stdio') await conn.session.ping(Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS));
       return await listTools(ctx.connections.logger, slot, conn, ctx.now);
-    });
+    }, use);
     return { server, tools, status: { server, transport: ctx.transportOf(slot), state: 'connected', toolCount: tools.length } };
   } catch (error) {
     if (error instanceof AuthorizationRequiredError) {

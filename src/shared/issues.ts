@@ -47,3 +47,48 @@ export function describeIssues(issues: readonly ValidationIssue[], root = '(root
     return [line(issue.path, messageOf(issue))];
   });
 }
+
+/** Where JSON.parse's message says the text went wrong; undefined when it says nowhere. */
+function offsetIn(text: string, message: string): number | undefined {
+  const match = /position (\d+)/.exec(message);
+  if (match) return Number(match[1]);
+  return /end of JSON input/i.test(message) ? text.length : undefined;
+}
+
+/** Whether `prefix` is JSON as far as it goes: it parses, or fails only at its end. */
+function jsonSoFar(prefix: string): boolean {
+  try {
+    JSON.parse(prefix);
+    return true;
+  } catch (error) {
+    const offset = offsetIn(prefix, error instanceof Error ? error.message : '');
+    return offset !== undefined && offset >= prefix.trimEnd().length;
+  }
+}
+
+/**
+ * Where a file's text stopped being JSON, from JSON.parse's error: ` at line L, column C`, and for a
+ * file cut short (wrong at its end) a note saying so. Only the position: the message quotes the
+ * offending text, which may be a secret. A message without a position ("Unexpected token …") is
+ * placed by the longest prefix still JSON so far (parsing prefixes: config files are small).
+ */
+export function jsonErrorPosition(text: string, error: unknown): string {
+  let offset = offsetIn(text, error instanceof Error ? error.message : '');
+  if (offset === undefined) {
+    // The prefix of length `good` is JSON so far, the one of length `bad` is not.
+    let good = 0;
+    let bad = text.length;
+    while (bad - good > 1) {
+      const mid = (good + bad) >> 1;
+      if (jsonSoFar(text.slice(0, mid))) good = mid;
+      else bad = mid;
+    }
+    offset = good;
+  }
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  // Wrong at its very end (past any trailing whitespace): the JSON was still going.
+  const truncated = offset >= text.trimEnd().length;
+  return ` at line ${line}, column ${column}${truncated ? ' (the file ends before the JSON does: is it cut short?)' : ''}`;
+}

@@ -4,8 +4,9 @@ import { DIST, ROOT, temporalCli } from './system';
 
 /**
  * `npm start`'s launcher (dist/src/cli/up.js) with its state in `dataDir`, every port free, none of
- * the caller's configuration variables inherited (only `env`), stdout not a terminal (so JSON lines);
- * resolves once it says it is up, with the API's URL.
+ * the caller's configuration variables inherited (only `env`), stdout not a terminal (so JSON lines,
+ * unless `env` sets LOG_FORMAT=pretty: then the banner people see); resolves once it says it is up,
+ * with the API's URL.
  */
 export async function startLauncher(dataDir: string, env: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<{ up: ManagedProcess; apiUrl: string }> {
   const full: NodeJS.ProcessEnv = {
@@ -22,8 +23,9 @@ export async function startLauncher(dataDir: string, env: NodeJS.ProcessEnv = {}
   const { proc, match } = await spawnManaged('up', process.execPath, [path.join(DIST, 'src/cli/up.js'), ...args], {
     env: { ...full, ...env },
     cwd: ROOT,
-    readyLine: /"api":"(http[^"]+)".*"msg":"Durable MCP host is up"/,
+    // The JSON line, or the pretty banner's API line.
+    readyLine: /"api":"(http[^"]+)".*"msg":"Durable MCP host is up"|^ {2}API: +(http\S+)$/,
     readyTimeoutMs: 90_000,
   });
-  return { up: proc, apiUrl: match?.[1] ?? '' };
+  return { up: proc, apiUrl: match?.[1] ?? match?.[2] ?? '' };
 }
