@@ -174,7 +174,7 @@ async function main(): Promise<void> {
     const u = a.usage ?? { promptTokens: 0, completionTokens: 0, samplingTokens: 0 };
     try {
       const sampling = { promptTokens: 0, completionTokens: 0, samplingTokens: u.samplingTokens };
-      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: llm.model, ...sampling, at: new Date().toISOString() });
+      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, provider: llm.provider, model: llm.model, ...sampling, at: new Date().toISOString() });
       await audit.append({
         kind: 'turn_usage',
         actor: a.user,
