@@ -180,7 +180,8 @@ async function main(): Promise<void> {
         actor: a.user,
         workflowId: turnId,
         outcome: outcome === 'completed' ? 'ok' : outcome === 'cancelled' ? 'cancelled' : 'error',
-        detail: `model=${llm.model} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
+        // The models that answered its steps (a role's own, decision 0042); the default's for older workflow code.
+        detail: `model=${(a.models ?? [llm.model]).join(',')} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
       });
     } catch (err) {
       logger.error({ turnId, err: err instanceof Error ? err.message : String(err) }, 'recording the turn\'s token usage failed');

@@ -65,6 +65,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
   const toolCalls = createToolCalls({ input, workflowId: wf.workflowId, user, policy, record, approvals, authorizations, inputs, recordAudit, tools, readOnlyTools });
 
   const { metrics } = proxySinks<MetricsSinks>();
+  /** The models that answered this turn's LLM steps, for the worker's accounting (a sink: not replayed). */
+  const answeredModels = new Set<string>();
   // The SDK logger (pino in the worker) adds the workflow id, and ./log-context.ts the turn, session and
   // user ids (with tracing, the trace id too); not logged on replay.
   log.info('turn started', { sessionId: input.sessionId, ...(user ? { userId: user.id } : {}), ...(input.directCall ? { directCall: true } : {}) });
@@ -75,6 +77,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
       sessionId: input.sessionId,
       ...(user ? { user: { id: user.id, role: user.role, tenant: user.tenant } } : {}),
       ...(state.usage ? { usage: state.usage } : {}),
+      ...(answeredModels.size > 0 ? { models: [...answeredModels] } : {}),
     });
   };
 
@@ -201,6 +204,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
         record.addUsage(response.usage);
         // Which provider and model answered this step, in the event its answer leads to (absent in results recorded before native providers).
         answeredBy = whoAnswered(response);
+        if (response.model !== undefined) answeredModels.add(response.model);
         if (response.toolCalls.length === 0 || !offerTools) {
           finalText = response.text ?? '';
           if (response.toolCalls.length > 0) {

@@ -1,5 +1,6 @@
+import { NOOP_METRICS_SINKS, tracingWorkerOptions } from '../../src/cli/workflow-bundle';
 import type { TurnInput } from '../../src/shared/turn';
-import { TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
+import { type TurnAccounting, TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
 import type { turnWorkflow } from '../../src/workflows/turn';
 import { callTools, FakeActivities, newTurnId, type RunningWorker, say, startWorker, startWorkflowEnv, turnInput, turnOptions, type WorkflowEnv } from './harness';
 
@@ -14,9 +15,15 @@ jest.setTimeout(120_000);
 let env: WorkflowEnv;
 let worker: RunningWorker;
 const fakes = new FakeActivities();
+/** What each turn told the worker's accounting sink when it ended, by workflow id. */
+const accounted = new Map<string, TurnAccounting | undefined>();
 beforeAll(async () => {
   env = await startWorkflowEnv();
-  worker = await startWorker(env, fakes.activities, { maxCachedWorkflows: 0 });
+  const metrics = {
+    ...NOOP_METRICS_SINKS.metrics,
+    turnFinished: { fn: (info: { workflowId: string }, _o: unknown, _s: unknown, _t: unknown, a?: TurnAccounting) => void accounted.set(info.workflowId, a) },
+  };
+  worker = await startWorker(env, fakes.activities, { maxCachedWorkflows: 0, sinks: { ...tracingWorkerOptions().sinks, ...NOOP_METRICS_SINKS, metrics } });
 }, 120_000);
 afterAll(async () => {
   await worker?.stop();
@@ -46,6 +53,8 @@ test("every LLM step asks the options' model; the events name the provider and m
   const tools = state.events.find((e) => e.type === 'status' && e.data.phase === 'calling_tools');
   expect(tools?.data).toEqual({ status: 'running', phase: 'calling_tools', step: 1, count: 1, provider: 'anthropic', model: 'claude-sonnet-4-5' });
   expect(state.events.find((e) => e.type === 'text')?.data).toEqual({ text: 'It is now.', provider: 'anthropic', model: 'claude-sonnet-4-5' });
+  // The worker's accounting (the audit's turn_usage line) hears which models answered, once each.
+  expect(accounted.get(id)?.models).toEqual(['claude-sonnet-4-5']);
 });
 
 test('options without a model: the requests name none; an answer that names no provider adds nothing to the events', async () => {
@@ -54,4 +63,6 @@ test('options without a model: the requests name none; an answer that names no p
   const state = await run(turnInput(id));
   expect(fakes.calls(id, 'callLlm').map((r) => 'model' in r)).toEqual([false]);
   expect(state.events.find((e) => e.type === 'text')?.data).toEqual({ text: 'Hello.' });
+  expect(accounted.get(id)).toBeDefined();
+  expect(accounted.get(id)).not.toHaveProperty('models');
 });
