@@ -1,5 +1,8 @@
 /** The host config's `modelByRole` (docs/decisions/0042): validated against `models`, and the choice per role. */
-import { turnSettingsFrom } from '../../src/config';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadHostConfig, turnSettingsFrom } from '../../src/config';
 import { HostConfigSchema } from '../../src/config/host-schema';
 import { modelForRole } from '../../src/config/models';
 
@@ -35,4 +38,15 @@ test("a role's model goes into the turn settings; a role without one gets none (
   // Inherited names are no roles of the config.
   expect(modelForRole('constructor', settings.modelByRole)).toEqual({});
   expect(modelForRole('teacher', undefined)).toEqual({});
+});
+
+test('a host config file naming an unknown model for a role does not load; the error names the file, the field and the names', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dmh-model-by-role-'));
+  try {
+    const file = path.join(dir, 'host.json');
+    writeFileSync(file, JSON.stringify({ models, modelByRole: { teacher: 'claude', student: 'gpt-5' } }));
+    expect(() => loadHostConfig(file)).toThrow(/host\.json.*modelByRole\.student.*names no model in models \("gpt-5"; configured: claude, local\)/s);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
