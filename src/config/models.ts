@@ -92,7 +92,6 @@ export function resolveModels(env: ModelsEnv, models: Record<string, ModelEntry>
   };
 }
 
-
 /**
  * The model a caller of `role` gets, by its name in the host config's `models` (`modelByRole`, checked
  * against `models` when the host config is read), as a turn's options carry it; none: the worker's default.
