@@ -175,13 +175,14 @@ async function main(): Promise<void> {
     const u = a.usage ?? { promptTokens: 0, completionTokens: 0, samplingTokens: 0 };
     try {
       const sampling = { promptTokens: 0, completionTokens: 0, samplingTokens: u.samplingTokens };
-      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, model: llm.model, ...sampling, at: new Date().toISOString() });
+      await usage.record({ turnId, sessionId: a.sessionId, tenant: a.user.tenant, userId: a.user.id, provider: llm.provider, model: llm.model, ...sampling, at: new Date().toISOString() });
       await audit.append({
         kind: 'turn_usage',
         actor: a.user,
         workflowId: turnId,
         outcome: outcome === 'completed' ? 'ok' : outcome === 'cancelled' ? 'cancelled' : 'error',
-        detail: `model=${llm.model} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
+        // The models that answered its steps (a role's own, decision 0042); the default's for older workflow code.
+        detail: `model=${(a.models ?? [llm.model]).join(',')} prompt=${u.promptTokens} completion=${u.completionTokens} sampling=${u.samplingTokens}`,
       });
     } catch (err) {
       logger.error({ turnId, err: err instanceof Error ? err.message : String(err) }, 'recording the turn\'s token usage failed');

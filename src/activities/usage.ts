@@ -35,7 +35,7 @@ export function attemptUsage(deps: Pick<ActivityDeps, 'usage' | 'metrics' | 'log
     if (!deps.usage || !ref) return;
     try {
       const sessionId = kind === 'summary' ? { sessionId: subject } : {};
-      await deps.usage.record({ ...ref, kind, ...sessionId, model: llm.model, usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } });
+      await deps.usage.record({ ...ref, kind, ...sessionId, provider: llm.provider, model: llm.model, usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } });
     } catch (err) {
       deps.logger.error({ kind, subject, attempt: ref.attempt, err: err instanceof Error ? err.message : String(err) }, 'recording the token usage of a model call failed');
     }

@@ -83,7 +83,13 @@ export const HostConfigSchema = z
     /** Models the worker can ask, by name, each with its provider (src/config/models.ts); LLM_MODEL may name one. */
     models: ModelsSchema.default({}),
     /**
-     * Prices per model (its model id: LLM_MODEL or a `models` entry's `model`), per million tokens, for the cost in GET /v1/admin/usage. Sampling
+     * The model per caller role, by its name in `models` (docs/decisions/0042); roles not listed get the
+     * worker's default model (LLM_MODEL). The API puts the choice in each new turn's input.
+     */
+    modelByRole: z.record(z.string().min(1), z.string().min(1)).default({}),
+    /**
+     * Prices per model (its model id: LLM_MODEL or a `models` entry's `model`; `provider:model` for one provider's, which wins: src/usage/prices.ts),
+     * per million tokens, for the cost in GET /v1/admin/usage and dmh_llm_cost_total. Sampling
      * tokens are priced as completion tokens (an upper bound: the endpoint reports them as one sum).
      */
     prices: z
@@ -99,5 +105,16 @@ export const HostConfigSchema = z
       )
       .default({}),
   })
-  .strict();
+  .strict()
+  .superRefine((host, ctx) => {
+    for (const [role, name] of Object.entries(host.modelByRole)) {
+      if (host.models[name]) continue;
+      const known = Object.keys(host.models);
+      ctx.addIssue({
+        code: 'custom',
+        path: ['modelByRole', role],
+        message: `names no model in models ("${name}"; ${known.length ? `configured: ${known.join(', ')}` : 'none configured'})`,
+      });
+    }
+  });
 export type HostConfig = z.infer<typeof HostConfigSchema>;

@@ -298,11 +298,20 @@ export interface TurnSettings {
   contextByRole: Record<string, ContextSpec>;
   /** Context to gather by what the message says, beside the role's (src/core/intents.ts); absent: none. */
   intents?: IntentRule[];
+  /** The model per caller role, by its name in the host config's `models`; other roles: the worker's default. Absent: none. */
+  modelByRole?: Record<string, string>;
   sessionSettings: SessionSettings;
 }
 
 export function turnSettingsFrom(host: HostConfig, policy: Policy): TurnSettings {
-  return { policy, turnOptions: turnOptionsFrom(host), contextByRole: host.contextByRole, intents: host.intents, sessionSettings: sessionSettingsFrom(host) };
+  return {
+    policy,
+    turnOptions: turnOptionsFrom(host),
+    contextByRole: host.contextByRole,
+    intents: host.intents,
+    modelByRole: host.modelByRole,
+    sessionSettings: sessionSettingsFrom(host),
+  };
 }
 
 /** The path of the API's OAuth callback route (the redirect URI's path). */

@@ -92,3 +92,11 @@ export function resolveModels(env: ModelsEnv, models: Record<string, ModelEntry>
   };
 }
 
+/**
+ * The model a caller of `role` gets, by its name in the host config's `models` (`modelByRole`, checked
+ * against `models` when the host config is read), as a turn's options carry it; none: the worker's default.
+ */
+export function modelForRole(role: string, byRole: Readonly<Record<string, string>> | undefined): { model?: string } {
+  const name = byRole && Object.hasOwn(byRole, role) ? byRole[role] : undefined;
+  return name === undefined ? {} : { model: name };
+}

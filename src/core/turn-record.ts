@@ -5,10 +5,21 @@
  */
 import { truncate } from './host-loop';
 import type { ToolOutcome } from '../shared/tool-types';
-import type { ToolCallRecord, TurnError, TurnEvent, TurnEventType, TurnState, TurnUsage } from '../shared/turn';
+import type { LlmResponse, ToolCallRecord, TurnError, TurnEvent, TurnEventType, TurnState, TurnUsage } from '../shared/turn';
 
 /** How much of a tool result the turn record keeps (the LLM gets up to maxToolResultChars). */
 export const RECORD_RESULT_CHARS = 2_000;
+
+/** Which provider and model answered an LLM step (docs/decisions/0042): in the event the answer leads to. */
+export interface AnsweredBy {
+  provider?: string;
+  model?: string;
+}
+
+/** The provider and model an answer names (none in results recorded before native providers). */
+export function whoAnswered(response: Pick<LlmResponse, 'provider' | 'model'>): AnsweredBy {
+  return { ...(response.provider !== undefined ? { provider: response.provider } : {}), ...(response.model !== undefined ? { model: response.model } : {}) };
+}
 
 export interface TurnRecord {
   /** The live state; the workflow returns it as its result and fails with it as the failure's detail. */
@@ -22,7 +33,8 @@ export interface TurnRecord {
   finishToolCall(record: ToolCallRecord, outcome: ToolOutcome): void;
   /** Adds what a model call (or a server's sampling) used to the turn's totals. */
   addUsage(usage: Partial<TurnUsage> | undefined): void;
-  complete(text: string): void;
+  /** The answer: `text`, then `done`; `by` (the last LLM step's provider and model) goes in the `text` event. */
+  complete(text: string, by?: AnsweredBy): void;
   fail(error: TurnError): void;
   cancel(): void;
 }
@@ -72,10 +84,10 @@ export function createTurnRecord(
       total.completionTokens += usage.completionTokens ?? 0;
       total.samplingTokens += usage.samplingTokens ?? 0;
     },
-    complete(text) {
+    complete(text, by) {
       state.status = 'completed';
       state.text = text;
-      emit('text', { text });
+      emit('text', { text, ...by });
       emit('done', { status: 'completed' });
     },
     fail(error) {

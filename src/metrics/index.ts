@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LlmErrorClass } from '../llm/errors';
 import type { McpOperationLabels } from '../telemetry/mcp-spans';
+import { costOf, priceOf, type ModelPrices } from '../usage/prices';
 
 export type LlmOutcome = 'ok' | 'retryable_error' | 'rejected' | 'cancelled';
 export type ToolOutcomeLabel = 'ok' | 'tool_error' | 'transient_error' | 'permanent_error' | 'cancelled';
@@ -32,8 +33,7 @@ export interface ModelLabels {
   model: string;
 }
 
-/** Per million tokens, as the host config's `prices` has them (src/config/host-schema.ts). */
-export type ModelPrices = Record<string, { promptPerMillion: number; completionPerMillion: number; currency: string }>;
+export type { ModelPrices } from '../usage/prices';
 
 /** What the activities report; the worker's registry implements it. */
 export interface WorkerObserver {
@@ -138,8 +138,8 @@ export function createWorkerMetrics(opts: {
       },
       llmTokens: (usage, purpose = 'turn', model) => {
         if (model) {
-          const price = opts.prices?.()[model.model];
-          if (price) cost.inc({ ...model, currency: price.currency }, (usage.promptTokens * price.promptPerMillion + usage.completionTokens * price.completionPerMillion) / 1_000_000);
+          const price = opts.prices ? priceOf(opts.prices(), model.provider, model.model) : undefined;
+          if (price) cost.inc({ ...model, currency: price.currency }, costOf(price, usage.promptTokens, usage.completionTokens));
           if (usage.cachedTokens) modelTokens.inc({ ...model, kind: 'cached' }, usage.cachedTokens);
         }
         if (purpose === 'summary') {

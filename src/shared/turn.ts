@@ -178,6 +178,11 @@ export interface TurnOptions {
   maxToolResultChars: number;
   /** Absent in turns started before timeouts were configurable; defaults apply. */
   timeouts?: ActivityTimeouts;
+  /**
+   * The model every LLM step asks, by its name in the host config's `models`, as the API chose it for the
+   * caller's role (`modelByRole`); absent: the worker's default model.
+   */
+  model?: string;
 }
 
 /**

@@ -31,7 +31,8 @@ export interface AttemptUsage extends AttemptRef {
   kind: 'llm' | 'summary';
   /** The session the summary is of; a turn's is read with its owner. */
   sessionId?: string;
-  /** The model that ran (priced by the report). */
+  /** The provider and model that ran (priced by the report). */
+  provider: string;
   model: string;
   usage: TokenUsage;
 }
@@ -110,6 +111,7 @@ export function createAttemptUsageRecorder(deps: {
         sessionId,
         tenant: owner.tenant,
         userId: owner.id,
+        provider: a.provider,
         model: a.model,
         promptTokens: a.usage.promptTokens,
         completionTokens: a.usage.completionTokens,

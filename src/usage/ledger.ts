@@ -25,6 +25,8 @@ export interface UsageRecord {
   sessionId: string;
   tenant: string;
   userId: string;
+  /** The provider that served `model` (openai, anthropic, gemini); absent in records written before providers were. */
+  provider?: string;
   model: string;
   promptTokens: number;
   completionTokens: number;
@@ -49,6 +51,8 @@ export interface UsageRow {
   userId?: string;
   /** With groupBy `session`. */
   sessionId?: string;
+  /** The provider that served `model`; '' for records written before providers were. */
+  provider: string;
   model: string;
   turns: number;
   summaries: number;
@@ -71,7 +75,7 @@ export interface UsageLedger {
   record(r: UsageRecord): Promise<void>;
   /** The records of these keys that exist (e.g. a model call's earlier attempts). */
   get(keys: readonly string[]): Promise<UsageRecord[]>;
-  /** Sums per group and model over [from, to). */
+  /** Sums per group, provider and model over [from, to). */
   sum(q: UsageQuery): Promise<UsageRow[]>;
   close?(): Promise<void>;
 }
@@ -92,11 +96,13 @@ function accumulate(records: Iterable<UsageRecord>, q: UsageQuery): UsageRow[] {
     if (r.tenant !== q.tenant || at < from || at >= to || (q.userId !== undefined && r.userId !== q.userId)) continue;
     const byUser = q.groupBy !== 'tenant';
     const bySession = q.groupBy === 'session';
-    const key = `${byUser ? r.userId : ''}\u0000${bySession ? r.sessionId : ''}\u0000${r.model}`;
+    const provider = r.provider ?? '';
+    const key = `${byUser ? r.userId : ''}\u0000${bySession ? r.sessionId : ''}\u0000${provider}\u0000${r.model}`;
     const row = rows.get(key) ?? {
       tenant: r.tenant,
       ...(byUser ? { userId: r.userId } : {}),
       ...(bySession ? { sessionId: r.sessionId } : {}),
+      provider,
       model: r.model,
       turns: 0,
       summaries: 0,
@@ -118,7 +124,7 @@ function accumulate(records: Iterable<UsageRecord>, q: UsageQuery): UsageRow[] {
     rows.set(key, row);
   }
   return [...rows.values()].sort(
-    (a, b) => (a.userId ?? '').localeCompare(b.userId ?? '') || (a.sessionId ?? '').localeCompare(b.sessionId ?? '') || a.model.localeCompare(b.model),
+    (a, b) => (a.userId ?? '').localeCompare(b.userId ?? '') || (a.sessionId ?? '').localeCompare(b.sessionId ?? '') || a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model),
   );
 }
 
@@ -130,6 +136,7 @@ function parseRecord(line: string): UsageRecord | undefined {
     if (!n(r.promptTokens) || !n(r.completionTokens) || !n(r.samplingTokens)) return undefined;
     if (r.kind !== undefined && !USAGE_KINDS.includes(r.kind)) return undefined;
     if (r.turn !== undefined && typeof r.turn !== 'string') return undefined;
+    if (r.provider !== undefined && typeof r.provider !== 'string') return undefined;
     return { sessionId: '', model: '', ...r } as UsageRecord;
   } catch {
     return undefined;
@@ -223,20 +230,22 @@ export async function postgresUsageLedger(pool: Pick<Pool, 'query' | 'connect'>)
     await q(`ALTER TABLE ${TABLE} ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'turn'`);
     // Before per-attempt records: every row of a turn was keyed by the turn itself.
     await q(`ALTER TABLE ${TABLE} ADD COLUMN IF NOT EXISTS turn text`);
+    // Before providers were recorded: '' (the report shows no provider for them).
+    await q(`ALTER TABLE ${TABLE} ADD COLUMN IF NOT EXISTS provider text NOT NULL DEFAULT ''`);
     await q(`CREATE INDEX IF NOT EXISTS ${TABLE}_tenant_user_at ON ${TABLE} (tenant, user_id, at)`);
   });
   return {
     async record(r) {
       await pool.query(
-        `INSERT INTO ${TABLE} (turn_id, kind, turn, session_id, tenant, user_id, model, prompt_tokens, completion_tokens, sampling_tokens, at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (turn_id) DO NOTHING`,
-        [r.turnId, r.kind ?? 'turn', r.turn ?? null, r.sessionId, r.tenant, r.userId, r.model, r.promptTokens, r.completionTokens, r.samplingTokens, r.at],
+        `INSERT INTO ${TABLE} (turn_id, kind, turn, session_id, tenant, user_id, provider, model, prompt_tokens, completion_tokens, sampling_tokens, at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (turn_id) DO NOTHING`,
+        [r.turnId, r.kind ?? 'turn', r.turn ?? null, r.sessionId, r.tenant, r.userId, r.provider ?? '', r.model, r.promptTokens, r.completionTokens, r.samplingTokens, r.at],
       );
     },
     async get(keys) {
       if (keys.length === 0) return [];
-      const { rows } = await pool.query<{ turn_id: string; kind: UsageKind; turn: string | null; session_id: string; tenant: string; user_id: string; model: string; p: string; c: string; s: string; at: Date }>(
-        `SELECT turn_id, kind, turn, session_id, tenant, user_id, model, prompt_tokens::text AS p, completion_tokens::text AS c, sampling_tokens::text AS s, at
+      const { rows } = await pool.query<{ turn_id: string; kind: UsageKind; turn: string | null; session_id: string; tenant: string; user_id: string; provider: string; model: string; p: string; c: string; s: string; at: Date }>(
+        `SELECT turn_id, kind, turn, session_id, tenant, user_id, provider, model, prompt_tokens::text AS p, completion_tokens::text AS c, sampling_tokens::text AS s, at
            FROM ${TABLE} WHERE turn_id = ANY($1::text[]) ORDER BY turn_id`,
         [keys],
       );
@@ -247,6 +256,7 @@ export async function postgresUsageLedger(pool: Pick<Pool, 'query' | 'connect'>)
         sessionId: r.session_id,
         tenant: r.tenant,
         userId: r.user_id,
+        ...(r.provider !== '' ? { provider: r.provider } : {}),
         model: r.model,
         promptTokens: Number(r.p),
         completionTokens: Number(r.c),
@@ -257,9 +267,9 @@ export async function postgresUsageLedger(pool: Pick<Pool, 'query' | 'connect'>)
     async sum(q) {
       const byUser = q.groupBy !== 'tenant';
       const bySession = q.groupBy === 'session';
-      const groups = `${byUser ? 'user_id, ' : ''}${bySession ? 'session_id, ' : ''}model`;
-      const { rows } = await pool.query<{ user_id: string | null; session_id: string | null; model: string; turns: string; summaries: string; p: string; c: string; s: string }>(
-        `SELECT ${byUser ? 'user_id' : 'NULL::text AS user_id'}, ${bySession ? 'session_id' : 'NULL::text AS session_id'}, model,
+      const groups = `${byUser ? 'user_id, ' : ''}${bySession ? 'session_id, ' : ''}provider, model`;
+      const { rows } = await pool.query<{ user_id: string | null; session_id: string | null; provider: string; model: string; turns: string; summaries: string; p: string; c: string; s: string }>(
+        `SELECT ${byUser ? 'user_id' : 'NULL::text AS user_id'}, ${bySession ? 'session_id' : 'NULL::text AS session_id'}, provider, model,
                 (count(DISTINCT CASE WHEN kind = 'llm' THEN coalesce(turn, turn_id) WHEN kind = 'summary' THEN NULL ELSE turn_id END))::text AS turns, (count(*) FILTER (WHERE kind = 'summary'))::text AS summaries,
                 sum(prompt_tokens)::text AS p, sum(completion_tokens)::text AS c, sum(sampling_tokens)::text AS s
            FROM ${TABLE}
@@ -272,6 +282,7 @@ export async function postgresUsageLedger(pool: Pick<Pool, 'query' | 'connect'>)
         tenant: q.tenant,
         ...(byUser && r.user_id !== null ? { userId: r.user_id } : {}),
         ...(bySession && r.session_id !== null ? { sessionId: r.session_id } : {}),
+        provider: r.provider,
         model: r.model,
         turns: Number(r.turns),
         summaries: Number(r.summaries),

@@ -17,6 +17,8 @@ export interface TurnAccounting {
   sessionId: string;
   user?: { id: string; role: string; tenant: string };
   usage?: TurnUsage;
+  /** The model ids that answered its LLM steps, in order of first answer (absent: none said, or older workflow code). */
+  models?: string[];
 }
 
 /**

@@ -15,7 +15,7 @@ import { contextReasons } from '../core/intents';
 import { readOnlyCallsStayLocal } from '../core/local-calls';
 import { filterCatalog } from '../core/policy';
 import { createTurnPhase } from '../core/turn-phase';
-import { createTurnRecord } from '../core/turn-record';
+import { type AnsweredBy, createTurnRecord, whoAnswered } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure, failureTypeOf } from '../shared/failures';
 import type { CatalogRefs, ToolOutcome, ToolRef } from '../shared/tool-types';
@@ -65,6 +65,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
   const toolCalls = createToolCalls({ input, workflowId: wf.workflowId, user, policy, record, approvals, authorizations, inputs, recordAudit, tools, readOnlyTools });
 
   const { metrics } = proxySinks<MetricsSinks>();
+  /** The models that answered this turn's LLM steps, for the worker's accounting (a sink: not replayed). */
+  const answeredModels = new Set<string>();
   // The SDK logger (pino in the worker) adds the workflow id, and ./log-context.ts the turn, session and
   // user ids (with tracing, the trace id too); not logged on replay.
   log.info('turn started', { sessionId: input.sessionId, ...(user ? { userId: user.id } : {}), ...(input.directCall ? { directCall: true } : {}) });
@@ -75,6 +77,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
       sessionId: input.sessionId,
       ...(user ? { user: { id: user.id, role: user.role, tenant: user.tenant } } : {}),
       ...(state.usage ? { usage: state.usage } : {}),
+      ...(answeredModels.size > 0 ? { models: [...answeredModels] } : {}),
     });
   };
 
@@ -97,8 +100,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
   };
 
   /** The answer is given: the stream is done; a chain's turn then works out the memory after it. */
-  async function completed(text: string): Promise<TurnResult> {
-    record.complete(text);
+  async function completed(text: string, answeredBy?: AnsweredBy): Promise<TurnResult> {
+    record.complete(text, answeredBy);
     finished('completed');
     if (!chain || !begunWith) return state;
     const before = begunWith;
@@ -171,6 +174,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
       // searched catalog (decision 0032): an activity's input is not compared on replay, so no patch.
       const caller = user ? { caller: { id: user.id, tenant: user.tenant } } : {};
       const offered: Pick<LlmRequest, 'tools' | 'toolNames' | 'caller'> = { tools: [], toolNames: visibleTools.map((t) => t.name), ...caller };
+      // The model the API chose for the caller's role (decision 0042): also only an activity's input, so no patch.
+      const model: Pick<LlmRequest, 'model'> = options.model !== undefined ? { model: options.model } : {};
       const messages: ChatMessage[] = buildInitialMessages({
         systemPrompt: options.systemPrompt,
         context: context.pieces,
@@ -180,6 +185,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
       });
 
       let finalText: string | undefined;
+      let answeredBy: AnsweredBy = {};
       while (finalText === undefined) {
         state.steps += 1;
         const step = state.steps;
@@ -189,13 +195,16 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
         let response;
         try {
           response = await llm.callLlm.executeWithOptions({ summary: `LLM step ${step}` }, [
-            { turnId: input.turnId, step, messages, ...(offerTools ? offered : { tools: [] }) },
+            { turnId: input.turnId, step, messages, ...(offerTools ? offered : { tools: [] }), ...model },
           ]);
         } catch (err) {
           if (isCancellation(err)) throw err;
           return fail(llmError(err));
         }
         record.addUsage(response.usage);
+        // Which provider and model answered this step, in the event its answer leads to (absent in results recorded before native providers).
+        answeredBy = whoAnswered(response);
+        if (response.model !== undefined) answeredModels.add(response.model);
         if (response.toolCalls.length === 0 || !offerTools) {
           finalText = response.text ?? '';
           if (response.toolCalls.length > 0) {
@@ -206,7 +215,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
 
         messages.push({ role: 'assistant', content: response.text, toolCalls: response.toolCalls });
         const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
-        emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length });
+        emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length, ...answeredBy });
         // Independent calls of one step run in parallel; results go back in the model's order. Beside
         // a regular call, read-only ones go as regular activities too, or it would wait for them; turns
         // recorded before the patch replay with them local. Only such steps write its marker (0021).
@@ -219,7 +228,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
         });
       }
 
-      return await completed(finalText);
+      return await completed(finalText, answeredBy);
     } catch (err) {
       // A cancelled turn stops where it is: the LLM request is aborted, an MCP call in flight is
       // cancelled (the server gets notifications/cancelled), no further tool call starts.

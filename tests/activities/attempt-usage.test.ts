@@ -101,6 +101,7 @@ test("a summary's tokens are recorded against the session's owner and counted as
     sessionId: 's1',
     tenant: 'demo',
     userId: 'u-ada',
+    provider: 'openai',
     model: 'demo-model',
     samplingTokens: 0,
   });
@@ -112,7 +113,7 @@ test("a summary's tokens are recorded against the session's owner and counted as
   expect(await tokensMetric('prompt')).toBeUndefined();
   // The report counts it as a summary of the session, not as a turn.
   expect(await ledger.sum({ tenant: 'demo', ...DAY(), groupBy: 'session' })).toEqual([
-    { tenant: 'demo', userId: 'u-ada', sessionId: 's1', model: 'demo-model', turns: 0, summaries: 1, promptTokens: r.promptTokens, completionTokens: r.completionTokens, samplingTokens: 0 },
+    { tenant: 'demo', userId: 'u-ada', sessionId: 's1', provider: 'openai', model: 'demo-model', turns: 0, summaries: 1, promptTokens: r.promptTokens, completionTokens: r.completionTokens, samplingTokens: 0 },
   ]);
 });
 
@@ -143,6 +144,7 @@ test("a turn's answered step is recorded once per attempt, against the turn's ow
       sessionId: 's1',
       tenant: 'demo',
       userId: 'u-ada',
+      provider: 'openai',
       model: 'demo-model',
       promptTokens: res.usage?.promptTokens,
       completionTokens: res.usage?.completionTokens,
@@ -154,7 +156,7 @@ test("a turn's answered step is recorded once per attempt, against the turn's ow
   await new MockActivityEnvironment(turnInfo(1)).run(activities.callLlm, STEP);
   expect(asked).toEqual(['turn-1']);
   expect(await ledger.sum({ tenant: 'demo', ...DAY(), groupBy: 'session' })).toEqual([
-    { tenant: 'demo', userId: 'u-ada', sessionId: 's1', model: 'demo-model', turns: 1, summaries: 0, promptTokens: res.usage?.promptTokens, completionTokens: res.usage?.completionTokens, samplingTokens: 0 },
+    { tenant: 'demo', userId: 'u-ada', sessionId: 's1', provider: 'openai', model: 'demo-model', turns: 1, summaries: 0, promptTokens: res.usage?.promptTokens, completionTokens: res.usage?.completionTokens, samplingTokens: 0 },
   ]);
 });
 
@@ -168,7 +170,7 @@ test("a stream that broke after reporting tokens is charged; the retry's result 
   expect(err.nonRetryable).toBe(false);
   expect(records).toHaveLength(1);
   const failed = records[0] as UsageRecord;
-  expect(failed).toMatchObject({ turnId: 'llm/turn-1/run-t/3/1', kind: 'llm', turn: 'turn-1' });
+  expect(failed).toMatchObject({ turnId: 'llm/turn-1/run-t/3/1', kind: 'llm', turn: 'turn-1', provider: 'anthropic', model: 'demo-model' });
   expect(failed.promptTokens).toBeGreaterThan(0);
 
   // The second attempt answers: its own record, and a result with both attempts' tokens.
@@ -179,7 +181,7 @@ test("a stream that broke after reporting tokens is charged; the retry's result 
   expect(answered.completionTokens).toBeGreaterThan(failed.completionTokens);
   expect(res.usage).toMatchObject({ promptTokens: failed.promptTokens + answered.promptTokens, completionTokens: failed.completionTokens + answered.completionTokens });
   const [row] = await ledger.sum({ tenant: 'demo', ...DAY(), groupBy: 'user' });
-  expect(row).toMatchObject({ turns: 1, promptTokens: res.usage?.promptTokens, completionTokens: res.usage?.completionTokens });
+  expect(row).toMatchObject({ provider: 'anthropic', turns: 1, promptTokens: res.usage?.promptTokens, completionTokens: res.usage?.completionTokens });
 });
 
 test('a ledger that cannot record (after its tries) costs the record, logged, never the answer', async () => {

@@ -1,6 +1,6 @@
 /**
  * The usage ledger's two stores agree: a turn counts once by id (a worker that records it again
- * changes nothing), sums group by user, session or tenant and model over [from, to), a session's
+ * changes nothing), sums group by user, session or tenant, provider and model over [from, to), a session's
  * summaries count as summaries beside its turns, other tenants never mix in; the file store picks up
  * lines appended by another process and ignores a half-written last one.
  */
@@ -34,22 +34,22 @@ async function exercise(ledger: UsageLedger): Promise<void> {
   await ledger.record(rec('t6', 'ann', '2026-11-25T05:00:00Z', [3, 3, 0], { sessionId: 'x' }));
 
   expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'user' })).toEqual([
-    { tenant: 'acme', userId: 'ann', model: 'm1', turns: 2, summaries: 1, promptTokens: 33, completionTokens: 12, samplingTokens: 0 },
-    { tenant: 'acme', userId: 'ann', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
-    { tenant: 'acme', userId: 'bob', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', provider: '', model: 'm1', turns: 2, summaries: 1, promptTokens: 33, completionTokens: 12, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', provider: '', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', userId: 'bob', provider: '', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
   ]);
   expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'session' })).toEqual([
-    { tenant: 'acme', userId: 'ann', sessionId: 's', model: 'm1', turns: 1, summaries: 1, promptTokens: 30, completionTokens: 9, samplingTokens: 0 },
-    { tenant: 'acme', userId: 'ann', sessionId: 's', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
-    { tenant: 'acme', userId: 'ann', sessionId: 'x', model: 'm1', turns: 1, summaries: 0, promptTokens: 3, completionTokens: 3, samplingTokens: 0 },
-    { tenant: 'acme', userId: 'bob', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', sessionId: 's', provider: '', model: 'm1', turns: 1, summaries: 1, promptTokens: 30, completionTokens: 9, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'ann', sessionId: 's', provider: '', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', userId: 'ann', sessionId: 'x', provider: '', model: 'm1', turns: 1, summaries: 0, promptTokens: 3, completionTokens: 3, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'bob', sessionId: 's', provider: '', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
   ]);
   expect(await ledger.sum({ tenant: 'acme', ...DAY, groupBy: 'tenant' })).toEqual([
-    { tenant: 'acme', model: 'm1', turns: 3, summaries: 1, promptTokens: 40, completionTokens: 19, samplingTokens: 0 },
-    { tenant: 'acme', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
+    { tenant: 'acme', provider: '', model: 'm1', turns: 3, summaries: 1, promptTokens: 40, completionTokens: 19, samplingTokens: 0 },
+    { tenant: 'acme', provider: '', model: 'm2', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 2, samplingTokens: 3 },
   ]);
   expect(await ledger.sum({ tenant: 'acme', userId: 'bob', ...DAY, groupBy: 'session' })).toEqual([
-    { tenant: 'acme', userId: 'bob', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'bob', sessionId: 's', provider: '', model: 'm1', turns: 1, summaries: 0, promptTokens: 7, completionTokens: 7, samplingTokens: 0 },
   ]);
   expect(await ledger.sum({ tenant: 'nobody', ...DAY, groupBy: 'user' })).toEqual([]);
 
@@ -63,13 +63,26 @@ async function exercise(ledger: UsageLedger): Promise<void> {
   await ledger.record(attempt('llm/t7/r/2/1', [9, 2, 0]));
   await ledger.record(attempt('t7', [0, 0, 6], 'turn'));
   expect(await ledger.sum({ tenant: 'acme', userId: 'dan', ...DAY, groupBy: 'session' })).toEqual([
-    { tenant: 'acme', userId: 'dan', sessionId: 's', model: 'm1', turns: 1, summaries: 0, promptTokens: 19, completionTokens: 7, samplingTokens: 6 },
+    { tenant: 'acme', userId: 'dan', sessionId: 's', provider: '', model: 'm1', turns: 1, summaries: 0, promptTokens: 19, completionTokens: 7, samplingTokens: 6 },
   ]);
   // A retried step reads its earlier attempts by key; keys never recorded are not there.
   expect((await ledger.get(['llm/t7/r/1/1', 'llm/t7/r/1/9'])).map((r) => [r.turnId, r.kind, r.turn, r.promptTokens, r.completionTokens, Date.parse(r.at)])).toEqual([
     ['llm/t7/r/1/1', 'llm', 't7', 5, 1, Date.parse('2026-11-25T06:00:00Z')],
   ]);
   expect(await ledger.get([])).toEqual([]);
+
+  // The same model id through two providers is two rows; a record's provider comes back with it.
+  await ledger.record(rec('p1', 'fay', '2026-11-25T07:00:00Z', [4, 1, 0], { provider: 'anthropic', model: 'claude-x' }));
+  await ledger.record(rec('p2', 'fay', '2026-11-25T07:00:01Z', [2, 2, 0], { provider: 'openai', model: 'claude-x' }));
+  await ledger.record(rec('p3', 'fay', '2026-11-25T07:00:02Z', [1, 1, 0], { provider: 'anthropic', model: 'claude-x' }));
+  expect(await ledger.sum({ tenant: 'acme', userId: 'fay', ...DAY, groupBy: 'user' })).toEqual([
+    { tenant: 'acme', userId: 'fay', provider: 'anthropic', model: 'claude-x', turns: 2, summaries: 0, promptTokens: 5, completionTokens: 2, samplingTokens: 0 },
+    { tenant: 'acme', userId: 'fay', provider: 'openai', model: 'claude-x', turns: 1, summaries: 0, promptTokens: 2, completionTokens: 2, samplingTokens: 0 },
+  ]);
+  expect((await ledger.get(['p1', 't1'])).map((r) => [r.turnId, r.provider, r.model])).toEqual([
+    ['p1', 'anthropic', 'claude-x'],
+    ['t1', undefined, 'm1'],
+  ]);
 }
 
 test('the file store', async () => {
@@ -80,7 +93,7 @@ test('the file store', async () => {
   expect((await reader.sum({ tenant: 'acme', userId: 'carl', ...DAY, groupBy: 'user' })).length).toBe(0);
   appendFileSync(file, `${JSON.stringify(rec('t9', 'carl', '2026-11-25T05:00:00Z', [1, 1, 1]))}\n{"turnId":"t10","ten`);
   expect(await reader.sum({ tenant: 'acme', userId: 'carl', ...DAY, groupBy: 'user' })).toEqual([
-    { tenant: 'acme', userId: 'carl', model: 'm1', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 1, samplingTokens: 1 },
+    { tenant: 'acme', userId: 'carl', provider: '', model: 'm1', turns: 1, summaries: 0, promptTokens: 1, completionTokens: 1, samplingTokens: 1 },
   ]);
 });
 

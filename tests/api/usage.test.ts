@@ -12,6 +12,7 @@ import { buildApp, type Authenticator } from '../../src/api/app';
 import type { TurnGateway } from '../../src/api/gateway';
 import { memoryRateLimiters } from '../../src/api/rate-limits';
 import { USAGE_SCOPE } from '../../src/api/turns';
+import type { HostConfig } from '../../src/config/host-schema';
 import { fileUsageLedger, type UsageRecord } from '../../src/usage/ledger';
 import { fakeAuth, openPolicy } from '../helpers/fake-auth';
 
@@ -28,7 +29,7 @@ const auth: Authenticator = {
 const as = (who: string) => ({ authorization: `Bearer ${who}` });
 
 let files = 0;
-async function setup(budgets: { tokensPerUserPerDay?: number; tokensPerTenantPerDay?: number } = {}) {
+async function setup(budgets: { tokensPerUserPerDay?: number; tokensPerTenantPerDay?: number } = {}, prices: HostConfig['prices'] = {}) {
   const ledger = fileUsageLedger(path.join(dir, `usage-${(files += 1)}.jsonl`));
   const submitted: string[] = [];
   // Only what submitting a message needs; every other use of the gateway would throw.
@@ -45,7 +46,7 @@ async function setup(budgets: { tokensPerUserPerDay?: number; tokensPerTenantPer
     limiters: memoryRateLimiters({ userPerMinute: 1_000, tenantPerMinute: 1_000 }),
     maxMessageChars: 100,
     ssePollMs: 5,
-    usage: { ledger, config: () => ({ budgets, prices: {} }) },
+    usage: { ledger, config: () => ({ budgets, prices }) },
   });
   let n = 0;
   const record = (userId: string, tokens: number, over: Partial<UsageRecord> = {}) =>
@@ -115,6 +116,37 @@ test('usage by session: per owner and session, summaries beside turns, only the 
     ]);
     expect((await usage('auditor@demo', '&userId=mallory')).json().rows).toEqual([expect.objectContaining({ userId: 'mallory', sessionId: 's1', totalTokens: 3 })]);
     expect((await usage('alice@demo', '&userId=mallory')).statusCode).toBe(403);
+  } finally {
+    await app.close();
+  }
+});
+
+test('usage by provider and model: the same model id through two providers is two rows, each priced by its provider first', async () => {
+  const prices = {
+    'claude-x': { promptPerMillion: 1, completionPerMillion: 2, currency: 'USD' },
+    'anthropic:claude-x': { promptPerMillion: 3, completionPerMillion: 15, currency: 'USD' },
+  };
+  const { app, inject, record } = await setup({}, prices);
+  try {
+    await record('alice', 1_000_000, { provider: 'anthropic', model: 'claude-x', completionTokens: 100_000 });
+    await record('alice', 500_000, { provider: 'anthropic', model: 'claude-x', kind: 'summary' });
+    // The same id through an OpenAI-compatible proxy: the model id's price.
+    await record('alice', 1_000_000, { provider: 'openai', model: 'claude-x' });
+    // Recorded before providers were: no provider, the model id's price.
+    await record('alice', 2_000_000, { model: 'claude-x' });
+    await record('alice', 10, { provider: 'gemini', model: 'gemini-y' });
+    const res = await inject({ method: 'GET', url: '/v1/admin/usage?groupBy=tenant', headers: as('alice@demo') });
+    expect(res.statusCode).toBe(200);
+    const rows = res.json().rows as Array<Record<string, unknown>>;
+    expect(rows.map((r) => [r.provider, r.model, r.totalTokens, r.cost])).toEqual([
+      [undefined, 'claude-x', 2_000_000, { amount: 2, currency: 'USD' }],
+      ['anthropic', 'claude-x', 1_600_000, { amount: 6, currency: 'USD' }],
+      ['gemini', 'gemini-y', 10, undefined],
+      ['openai', 'claude-x', 1_000_000, { amount: 1, currency: 'USD' }],
+    ]);
+    expect(rows[0]).not.toHaveProperty('provider');
+    expect(rows[1]).toMatchObject({ turns: 1, summaries: 1 });
+    expect(res.json().totals.cost).toEqual([{ amount: 9, currency: 'USD' }]);
   } finally {
     await app.close();
   }

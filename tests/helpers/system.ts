@@ -115,6 +115,8 @@ export interface SystemOptions {
     onStop: (fn: () => Promise<void>) => void,
   ) => Promise<Record<string, unknown>> | Record<string, unknown>;
   host?: Record<string, unknown>;
+  /** More host config that needs the demo model's address (e.g. `models` pointing at it), merged over `host`. */
+  hostFor?: (model: DemoModelHandle) => Record<string, unknown>;
   workerEnv?: NodeJS.ProcessEnv;
   /** The model provider the worker speaks to the demo model's stand-in for it (tests/helpers/providers.ts); default openai. */
   provider?: ProviderName;
@@ -232,7 +234,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     cleanups.push(async () => liveHub.close());
     const auditFile = path.join(dir, 'audit.jsonl');
     // The API's host config, in a file the worker reads too (maxToolResultChars), as both read HOST_CONFIG.
-    const hostConfig = defaultHostConfig(opts.host);
+    const hostConfig = defaultHostConfig({ ...opts.host, ...opts.hostFor?.(model) });
     const hostConfigPath = path.join(dir, 'system-host.json');
     writeFileSync(hostConfigPath, JSON.stringify(hostConfig, null, 2));
     const usageFile = path.join(dir, 'usage.jsonl');

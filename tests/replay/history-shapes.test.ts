@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import type { LlmRequest, LlmResponse } from '../../src/shared/turn';
 import { patchIds, spanOf, toolSpans } from '../helpers/tool-spans';
 
 /**
@@ -34,4 +36,33 @@ test('before the patch, a read-only call beside a write ran as a local activity 
   const note = spanOf(spans, 'notes: add_note');
   expect(echo.kind).toBe('local');
   expect(note.scheduledMs).toBeGreaterThanOrEqual(echo.finishedMs);
+});
+
+test("a turn of a role with its own model (decision 0042): every LLM step asked it, and the history records who answered", () => {
+  const events = history('turn-model-by-role').events ?? [];
+  const first = <T>(payloads: { payloads?: unknown[] | null } | null | undefined): T =>
+    defaultPayloadConverter.fromPayload((payloads?.payloads ?? [])[0] as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+  const llm = new Set<string>();
+  const asked: Array<[number, string | undefined]> = [];
+  for (const e of events) {
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a?.activityType?.name !== 'callLlm') continue;
+    llm.add(String(e.eventId));
+    const req = first<LlmRequest>(a.input);
+    asked.push([req.step, req.model]);
+  }
+  const answered = events.flatMap((e) => {
+    const c = e.activityTaskCompletedEventAttributes;
+    if (!c || !llm.has(String(c.scheduledEventId))) return [];
+    const res = first<LlmResponse>(c.result);
+    return [[res.provider, res.model]];
+  });
+  expect(asked).toEqual([
+    [1, 'claude'],
+    [2, 'claude'],
+  ]);
+  expect(answered).toEqual([
+    ['anthropic', 'demo-model'],
+    ['anthropic', 'demo-model'],
+  ]);
 });

@@ -244,6 +244,18 @@ export async function captureContextIntent(): Promise<void> {
   await captureOneTurn('turn-context-intent', { host: { intents } }, 'hello, what is in my notes?');
 }
 
+/** A model per caller role (decision 0042): the admin's turn asks the host config's `claude` (Anthropic's adapter, the demo model's stand-in). */
+export async function captureModelByRole(): Promise<void> {
+  await captureOneTurn(
+    'turn-model-by-role',
+    {
+      host: { modelByRole: { admin: 'claude' } },
+      hostFor: (model) => ({ models: { claude: { provider: 'anthropic', model: 'demo-model', baseUrl: model.origin } } }),
+    },
+    'remember that each role may have its own model',
+  );
+}
+
 /** Adaptive context (decision 0036): the model lists the resources it may read, reads one, and answers with it. */
 export async function captureAdaptiveContext(): Promise<void> {
   const rules: DemoRules = {

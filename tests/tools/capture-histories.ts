@@ -10,6 +10,7 @@ import {
   captureContextIntent,
   captureDirect,
   captureElicitation,
+  captureModelByRole,
   captureOAuth,
   captureReadOnly,
   captureRefs,
@@ -46,6 +47,7 @@ const GROUPS: ReadonlyArray<[string, () => Promise<void>]> = [
   ['tool-search', captureToolSearch],
   ['context-intent', captureContextIntent],
   ['adaptive-context', captureAdaptiveContext],
+  ['model-by-role', captureModelByRole],
 ];
 
 /** `node capture-histories.js [group ...]` (the names of GROUPS): the groups to capture (default all). */

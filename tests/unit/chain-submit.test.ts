@@ -9,11 +9,11 @@ const owner = { id: user.id, tenant: user.tenant };
 const sessionSettings: SessionSettings = { history: { maxTokenCount: 800, summarizationThreshold: 600, retainNewestMessages: 2 }, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 };
 
 /** A gateway over a Temporal that counts describes (every turn in it still runs) and records starts. */
-async function setup(endSeen?: (turnId: string) => LinkEnd | undefined, opts: { links?: string[]; maxQueuedTurns?: number } = {}) {
+async function setup(endSeen?: (turnId: string) => LinkEnd | undefined, opts: { links?: string[]; maxQueuedTurns?: number; modelByRole?: Record<string, string> } = {}) {
   const index = memorySessionIndex();
   for (const id of opts.links ?? ['turn-s-a']) await index.append(owner, 's', id, new Date().toISOString(), 8);
   const described: string[] = [];
-  const started: Array<{ workflowId: string; args: Array<{ chain?: { after: string[] } }> }> = [];
+  const started: Array<{ workflowId: string; args: Array<{ chain?: { after: string[] }; options?: TurnOptions }> }> = [];
   const client = {
     workflow: {
       getHandle: (id: string) => ({
@@ -30,7 +30,7 @@ async function setup(endSeen?: (turnId: string) => LinkEnd | undefined, opts: { 
   const gateway = createTemporalGateway({
     client,
     taskQueue: 'q',
-    settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: {} as TurnOptions, contextByRole: {}, sessionSettings: { ...sessionSettings, maxQueuedTurns: opts.maxQueuedTurns ?? sessionSettings.maxQueuedTurns } }),
+    settings: () => ({ policy: { roles: {}, toolScopes: {} }, turnOptions: { context: { resources: [], prompts: [] } } as unknown as TurnOptions, contextByRole: {}, ...(opts.modelByRole ? { modelByRole: opts.modelByRole } : {}), sessionSettings: { ...sessionSettings, maxQueuedTurns: opts.maxQueuedTurns ?? sessionSettings.maxQueuedTurns } }),
     catalogCacheMs: 0,
     sessions: index,
     ...(endSeen ? { endSeen } : {}),
@@ -62,4 +62,15 @@ test('a full session queue is busy: as many turns ahead as the queue holds, none
   await expect(gateway.submitMessage({ turnId: 'turn-s-c', sessionId: 's', text: 'hi', user })).resolves.toEqual({ kind: 'busy' });
   expect((await index.links(owner, 's', 10)).map((l) => l.turnId)).toEqual(['turn-s-a', 'turn-s-b']);
   expect(started).toEqual([]);
+});
+
+test("a new turn's input carries the model the host config names for the caller's role; other roles name none", async () => {
+  const { gateway, started } = await setup(() => 'completed', { modelByRole: { teacher: 'claude', student: 'local' } });
+  await gateway.submitMessage({ turnId: 'turn-s-b', sessionId: 's', text: 'hi', user });
+  await gateway.submitMessage({ turnId: 'turn-s-c', sessionId: 's', text: 'hi', user: { ...user, role: 'parent' } });
+  expect(started.map((s) => [s.workflowId, s.args[0]?.options?.model])).toEqual([
+    ['turn-s-b', 'claude'],
+    ['turn-s-c', undefined],
+  ]);
+  expect(started[1]?.args[0]?.options).not.toHaveProperty('model');
 });

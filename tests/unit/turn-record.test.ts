@@ -1,5 +1,5 @@
 import { createApprovalBook } from '../../src/core/approvals';
-import { createTurnRecord, RECORD_RESULT_CHARS } from '../../src/core/turn-record';
+import { createTurnRecord, RECORD_RESULT_CHARS, whoAnswered } from '../../src/core/turn-record';
 import { Failure } from '../../src/shared/failures';
 import type { Policy } from '../../src/shared/policy';
 import type { UserContext } from '../../src/shared/user';
@@ -49,6 +49,12 @@ describe('turn record', () => {
     done.complete('hi');
     expect(done.state).toMatchObject({ status: 'completed', text: 'hi' });
     expect(done.state.events.map((e) => e.type)).toEqual(['text', 'done']);
+    expect(done.state.events[0]?.data).toEqual({ text: 'hi' });
+    // The answer names the provider and model that gave it, when its LLM step said.
+    const answered = newRecord();
+    answered.complete('hi', whoAnswered({ provider: 'gemini', model: 'gemini-2.5-flash' }));
+    expect(answered.state.events[0]?.data).toEqual({ text: 'hi', provider: 'gemini', model: 'gemini-2.5-flash' });
+    expect(whoAnswered({})).toEqual({});
 
     const failed = newRecord();
     failed.fail({ code: 'llm_unavailable', message: 'down' });

@@ -47,6 +47,19 @@ test('tokens and cost per provider and model, priced from the host config; cache
   expect(await value(text, 'dmh_llm_tokens_total{kind="prompt"}')).toBe('1000010');
 });
 
+test("a provider's own price wins over the model id's: the same id through two providers costs apart", async () => {
+  const prices = {
+    'claude-x': { promptPerMillion: 1, completionPerMillion: 1, currency: 'USD' },
+    'anthropic:claude-x': { promptPerMillion: 3, completionPerMillion: 15, currency: 'USD' },
+  };
+  const { registry, observer } = createWorkerMetrics({ circuits: () => [], prices: () => prices });
+  observer.llmTokens({ promptTokens: 1_000_000, completionTokens: 100_000 }, 'turn', { provider: 'anthropic', model: 'claude-x' });
+  observer.llmTokens({ promptTokens: 1_000_000, completionTokens: 100_000 }, 'turn', { provider: 'openai', model: 'claude-x' });
+  const text = registry.metrics();
+  expect(await value(text, 'dmh_llm_cost_total{provider="anthropic",model="claude-x",currency="USD"}')).toBe('4.5');
+  expect(await value(text, 'dmh_llm_cost_total{provider="openai",model="claude-x",currency="USD"}')).toBe('1.1');
+});
+
 test("a line logged inside an activity's log context names the turn; explicit fields win", () => {
   let out = '';
   const logger = createLogger('worker', 'info', new Writable({ write: (chunk: Buffer, _enc, done) => ((out += chunk.toString()), done()) }));

@@ -7,6 +7,7 @@
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { policyForRole } from '../../core/policy';
 import { contextFor } from '../../core/intents';
+import { modelForRole } from '../../config/models';
 import type { TurnSettings } from '../../config';
 import { readLegacySession } from '../../legacy-sessions';
 import { sealToken } from '../../security/seal';
@@ -81,7 +82,7 @@ export function createChain(opts: ChainOptions) {
   async function submitMessage(args: { turnId: string; sessionId: string; text: string; user: UserContext; token?: string; directCall?: DirectToolCall }): Promise<ChainSubmitOutcome> {
     const { turnId, sessionId, text, user, token, directCall } = args;
     const owner = { id: user.id, tenant: user.tenant };
-    const { policy, turnOptions, contextByRole, intents, sessionSettings } = opts.settings();
+    const { policy, turnOptions, contextByRole, intents, modelByRole, sessionSettings } = opts.settings();
     // The running turn and those queued behind it: a full queue refuses the message before it is appended.
     const recent = await index.links(owner, sessionId, sessionSettings.maxQueuedTurns + 1);
     const repeat = recent.some((l) => l.turnId === turnId);
@@ -113,8 +114,12 @@ export function createChain(opts: ChainOptions) {
         // Reaching back to the session's first link: it may have begun in a session workflow.
         ...(before.length === link.seq ? { legacySession: opts.legacyWorkflowId(owner, sessionId) } : {}),
       },
-      // The role's context, and what intent rules matching the message add (each piece says why).
-      options: { ...turnOptions, context: contextFor({ role: user.role, text, byRole: contextByRole, base: turnOptions.context, intents: intents ?? [] }) },
+      // The role's context, and what intent rules matching the message add (each piece says why); the role's model.
+      options: {
+        ...turnOptions,
+        context: contextFor({ role: user.role, text, byRole: contextByRole, base: turnOptions.context, intents: intents ?? [] }),
+        ...modelForRole(user.role, modelByRole),
+      },
     };
     try {
       await client.workflow.start(TURN_WORKFLOW_TYPE, {

@@ -23,10 +23,10 @@ Comments (\`: keep-alive\`) keep the connection open; the stream ends after \`do
 | event | data |
 |---|---|
 | \`${STREAM_OPENING_EVENT}\` | \`${fieldList(StreamOpening)}\`, no \`id\`: always the first event, sent by the API as soon as the stream opens, without waiting for the turn's workflow (a turn accepted a moment ago has not started yet): the turn's \`status\` as the API knows it and, while the turn has sent no event yet, its \`position\` as the POST answered. A reconnect gets a new one |
-| \`status\` | \`{ status, phase?, step?, count? }\`: progress (\`queued\`, \`gathering_context\`, \`calling_llm\`, \`calling_tools\`) |
+| \`status\` | \`{ status, phase?, step?, count?, provider?, model? }\`: progress (\`queued\`, \`gathering_context\`, \`calling_llm\`, \`calling_tools\`); \`calling_tools\` names the \`provider\` and \`model\` whose answer of that step asked for the tools |
 | \`tool_call_started\` | \`{ toolCallId, name, server, tool, arguments }\` |
 | \`tool_call_finished\` | \`{ toolCallId, name, isError, result }\` |
-| \`text\` | \`{ text }\`: the final answer |
+| \`text\` | \`{ text, provider?, model? }\`: the final answer, with the provider and model that gave it (none for a direct tool call) |
 | \`text_delta\` | \`{ step, attempt, offset, text }\`, no \`id\`: a piece of the answer while the model streams it; append \`text\` at \`offset\`. Text of step n comes after every event up to that step's \`calling_llm\` status |
 | \`text_reset\` | \`{ step, attempt, reason }\`, no \`id\`: discard the partial text of that step (the model call is retried) |
 | \`waiting\` | \`{ turnId, behind, status, pendingApprovals, cancelUrl }\`, no \`id\`: while the turn is queued, what holds it up, sent when it changes: the session's turn ahead (\`behind\`), whether that one is \`running\` or \`awaiting_approval\`, its pending calls (each with \`deadline\` and \`decideUrl\`), and \`cancelUrl\` to cancel it |

@@ -30,9 +30,10 @@ export const UsageReport = z.object({
     z.object({
       userId: z.string().optional(),
       sessionId: z.string().optional(),
+      provider: z.string().optional().describe('The provider that served the model (`openai`, `anthropic`, `gemini`); absent for usage recorded before providers were.'),
       model: z.string(),
       ...UsageFigures,
-      cost: Cost.optional().describe("From the host config's `prices` for this model; absent when it has none."),
+      cost: Cost.optional().describe("From the host config's `prices` for this provider and model (`provider:model`, else the model id); absent when it has none."),
     }),
   ),
   totals: z.object({ ...UsageFigures, cost: z.array(Cost).describe('Per currency.') }),

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { UserContext } from '../../shared/user';
 import { totalTokens, type UsageGroup, type UsageRow } from '../../usage/ledger';
 import type { HostConfig } from '../../config/host-schema';
+import { costOf, priceOf } from '../../usage/prices';
 import type { UsageQuery, UsageReport } from '../contract';
 import { HttpError } from '../errors';
 import { DAY_MS, startOfUtcDay } from './budgets';
@@ -15,8 +16,8 @@ export const USAGE_SCOPE = 'usage.read';
 export function createUsageReport(opts: TurnServiceOptions) {
   return {
     /**
-     * Token usage of the caller's tenant over a period, by user, session or for the tenant, with cost where the
-     * host config prices the model. Callers with the `usage.read` scope (or the policy's super scope)
+     * Token usage of the caller's tenant over a period, by user, session or for the tenant, and by provider and
+     * model, with cost where the host config prices the model. Callers with the `usage.read` scope (or the policy's super scope)
      * see the whole tenant; others only themselves.
      */
     async usage(user: UserContext, q: z.output<typeof UsageQuery>): Promise<z.output<typeof UsageReport>> {
@@ -42,14 +43,12 @@ export function createUsageReport(opts: TurnServiceOptions) {
 function usageReport(tenant: string, from: Date, to: Date, groupBy: UsageGroup, rows: UsageRow[], prices: HostConfig['prices']): z.output<typeof UsageReport> {
   const costs = new Map<string, number>();
   const out = rows.map((r) => {
-    const price = prices[r.model];
-    const cost = price
-      ? { amount: round6((r.promptTokens * price.promptPerMillion + (r.completionTokens + r.samplingTokens) * price.completionPerMillion) / 1_000_000), currency: price.currency }
-      : undefined;
+    const price = priceOf(prices, r.provider || undefined, r.model);
+    const cost = price ? { amount: round6(costOf(price, r.promptTokens, r.completionTokens + r.samplingTokens)), currency: price.currency } : undefined;
     if (cost) costs.set(cost.currency, (costs.get(cost.currency) ?? 0) + cost.amount);
     const owner = { ...(r.userId !== undefined ? { userId: r.userId } : {}), ...(r.sessionId !== undefined ? { sessionId: r.sessionId } : {}) };
     const figures = { turns: r.turns, summaries: r.summaries, promptTokens: r.promptTokens, completionTokens: r.completionTokens, samplingTokens: r.samplingTokens };
-    return { ...owner, model: r.model, ...figures, totalTokens: totalTokens(r), ...(cost ? { cost } : {}) };
+    return { ...owner, ...(r.provider !== '' ? { provider: r.provider } : {}), model: r.model, ...figures, totalTokens: totalTokens(r), ...(cost ? { cost } : {}) };
   });
   const sum = (k: 'turns' | 'summaries' | 'promptTokens' | 'completionTokens' | 'samplingTokens' | 'totalTokens') => out.reduce((n, r) => n + r[k], 0);
   return {
