@@ -235,7 +235,7 @@ export class Connections {
   private async openOnce(slot: Slot, kind: TransportKind, limits: AttemptLimits): Promise<Connection> {
     const cfg = slot.cfg;
     slot.stderrTail = [];
-    const calls = new CallsInFlight(kind !== 'streamable-http');
+    const calls = new CallsInFlight();
     slot.discovery ??= new SlotDiscovery();
     const target = { cfg, kind, clientInfo: this.opts.clientInfo, capabilities: this.opts.capabilities, discovery: slot.discovery, ...(slot.authFetch ? { authFetch: slot.authFetch } : {}) };
     // The hooks only run once the session exists, so `conn` is there by then.

@@ -6,12 +6,14 @@
  *
  * - it came on that call's own stream: over Streamable HTTP, a request related to a call comes on the
  *   call's POST response stream, whose messages the SDK hands over in the call's async context
- *   (`callerContext`). The standalone GET stream belongs to the connection, which is opened in a
- *   context of its own (`connectionContext`), so nothing on it passes for a call's;
+ *   (`callerContext`). One that comes on the stream of a call no longer in flight is nobody's;
  * - it names the task of a call in flight (MCP tasks' `related-task` in its `_meta`);
- * - the transport has one stream for everything (stdio, legacy SSE) and the connection has exactly
- *   one call in flight: nothing else could have asked. With two in flight it is nobody's, even on a
- *   server the users share: guessing could hand one user's question to another.
+ * - it came on a stream of the connection's own (Streamable HTTP's standalone GET stream, legacy
+ *   SSE's event stream, stdio), opened in a context of its own (`connectionContext`), and the
+ *   connection has exactly one call in flight: that call's user is the only one the host could ask
+ *   (a server that sends its question there, as the conformance suite's does, is answered as any
+ *   single-user client would). With two in flight it is nobody's, even on a server the users share:
+ *   guessing could hand one user's question to another.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -54,20 +56,22 @@ export type SamplingHandler = (request: SamplingRequest) => Promise<CreateMessag
  * event stream, a stdio child's output) never carry a call's context.
  */
 export function connectionContext(caller: CallerContext | undefined): CallerContext {
-  return {
+  const context = {
     ...(caller?.token ? { token: caller.token } : {}),
     ...(caller?.principal ? { principal: caller.principal } : {}),
     ...(caller?.turnId ? { turnId: caller.turnId } : {}),
   };
+  connectionContexts.add(context);
+  return context;
 }
+
+/** The contexts connections were opened in: a request arriving in one came on no call's stream. */
+const connectionContexts = new WeakSet<CallerContext>();
 
 /** The tool calls in flight on one connection, by caller, and the MCP tasks they started. */
 export class CallsInFlight {
   private readonly callers = new Set<CallerContext>();
   private readonly tasks = new Map<string, CallerContext>();
-
-  /** `singleStream`: the transport carries every server message on one stream (stdio, legacy SSE). */
-  constructor(private readonly singleStream: boolean) {}
 
   add(caller: CallerContext): void {
     this.callers.add(caller);
@@ -94,7 +98,9 @@ export class CallsInFlight {
     if (byStream && byTask) return byStream === byTask ? byStream : undefined;
     // A request naming a task that is no call's in flight here is nobody's: no guessing below.
     if (byStream || taskId !== undefined) return byStream ?? byTask;
-    return this.singleStream && this.callers.size === 1 ? [...this.callers][0] : undefined;
+    // On the stream of a call that has ended: that call's, and it is gone.
+    if (store && !connectionContexts.has(store)) return undefined;
+    return this.callers.size === 1 ? [...this.callers][0] : undefined;
   }
 }
 

@@ -117,3 +117,14 @@ test("a question on the standalone GET stream reaches neither user's call; one o
   expect(await aliceCall).toEqual({ isError: false, text: 'done for alice' });
   expect(await bobCall).toEqual({ isError: false, text: 'done for bob' });
 });
+
+test('a question on the standalone GET stream while one call is in flight is that call’s (its user is the only one the host could ask)', async () => {
+  const alice = caller('alice', [{ message: 'Your name?', action: 'accept', content: { name: 'Ada' } }]);
+  const aliceCall = callerContext.run(alice, () => hub.callTool({ server: 'shared', tool: 'hold', arguments: { who: 'alice' } }));
+  await server.started.get('alice')!.promise;
+  await server.getStreamOpen.promise;
+  // As the conformance suite's server asks: on the connection's own stream, related to no request.
+  expect(await server.mcp.server.elicitInput(question('Your name?'))).toEqual({ action: 'accept', content: { name: 'Ada' } });
+  server.release.resolve();
+  expect(await aliceCall).toEqual({ isError: false, text: 'done for alice' });
+});

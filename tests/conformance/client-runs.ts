@@ -83,12 +83,12 @@ function readChecks(dir: string): Check[] {
 
 function runOne(runner: string, run: ScenarioRun, opts: RunOptions): Promise<ScenarioResult> {
   const outDir = mkdtempSync(path.join(opts.outRoot, 'scenario-'));
-  const args = [runner, 'client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', run.scenario, '--spec-version', run.specVersion];
+  const args = [runner, 'client', '--command', `${process.execPath} ${opts.client ?? CLIENT}`, '--scenario', run.scenario, '--spec-version', run.specVersion];
   if (run.force) args.push('--force');
   args.push('--timeout', String(opts.timeoutMs), '-o', outDir);
   return new Promise((resolve, reject) => {
     let output = '';
-    const child = spawn(node22(), args, { cwd: outDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node22(), args, { cwd: outDir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     child.on('error', reject);
@@ -108,6 +108,10 @@ export interface RunOptions {
   /** The runner's deadline for the client process of one scenario. */
   timeoutMs: number;
   outRoot: string;
+  /** The client under test (default: ./client.ts, the worker's pool alone). */
+  client?: string;
+  /** Set for the runner and so for the client it starts. */
+  env?: Record<string, string>;
 }
 
 export const defaultRunOptions = (): RunOptions => ({

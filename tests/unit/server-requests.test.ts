@@ -8,25 +8,22 @@ const bob: CallerContext = { principal: 'bob', turnId: 'turn-b', elicitation: ne
 const task = (taskId: string) => ({ [RELATED_TASK_META_KEY]: { taskId } });
 
 test("a request in a call's own context is that call's, whatever the transport", () => {
-  for (const singleStream of [false, true]) {
-    const calls = new CallsInFlight(singleStream);
-    calls.add(alice);
-    calls.add(bob);
-    expect(calls.callerOf(undefined, bob)).toBe(bob);
-  }
+  const calls = new CallsInFlight();
+  calls.add(alice);
+  calls.add(bob);
+  expect(calls.callerOf(undefined, bob)).toBe(bob);
 });
 
-test("the context of a call no longer in flight, or of the connection, is nobody's: the re-issued call is not given the old one's question", () => {
-  const calls = new CallsInFlight(false);
+test("the stream of a call no longer in flight is nobody's: the re-issued call is not given the old one's question", () => {
+  const calls = new CallsInFlight();
   const reissued: CallerContext = { ...alice, elicitation: new ElicitationSession() };
   calls.add(reissued);
   expect(calls.callerOf(undefined, alice)).toBeUndefined();
-  expect(calls.callerOf(undefined, connectionContext(alice))).toBeUndefined();
-  expect(calls.callerOf(undefined, undefined)).toBeUndefined();
 });
 
-test('one stream for everything (stdio, legacy SSE): the only call in flight, and nobody once there are two', () => {
-  const calls = new CallsInFlight(true);
+test("a connection's own stream (Streamable HTTP's GET stream, legacy SSE, stdio): the only call in flight, and nobody once there are two", () => {
+  const calls = new CallsInFlight();
+  expect(calls.callerOf(undefined, connectionContext(alice))).toBeUndefined();
   calls.add(alice);
   expect(calls.callerOf(undefined, connectionContext(alice))).toBe(alice);
   calls.add(bob);
@@ -36,7 +33,7 @@ test('one stream for everything (stdio, legacy SSE): the only call in flight, an
 });
 
 test('a request naming the task of a call in flight is that call’s; an unknown task or a contradiction is nobody’s', () => {
-  const calls = new CallsInFlight(true);
+  const calls = new CallsInFlight();
   calls.add(alice);
   calls.add(bob);
   calls.noteTask('t-bob', bob);
@@ -52,7 +49,7 @@ test('a request naming the task of a call in flight is that call’s; an unknown
 });
 
 test('a task is noted only for a call in flight', () => {
-  const calls = new CallsInFlight(false);
+  const calls = new CallsInFlight();
   calls.noteTask('t-1', alice);
   calls.add(alice);
   expect(calls.callerOf(task('t-1'), undefined)).toBeUndefined();
