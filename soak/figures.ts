@@ -23,6 +23,11 @@ export interface TurnFigures {
   refused: number;
   cancelled: number;
   lost: number;
+  /** Counted lost at the drain deadline, seen ended by their record in the extra window after it; by how they ended. */
+  late: number;
+  lateEnded: Record<string, number>;
+  /** Late turns that failed without a reason (the rule "failures have a reason" holds for them too). */
+  lateWithoutReason: number;
   reconnects: number;
   /** Turns whose stream missed an event or delivered one twice, with what was wrong. */
   streamFaults: Array<{ turnId: string; via: string; problem: string }>;
@@ -45,8 +50,15 @@ export function streamProblem(ids: number[], lastEventId: number | undefined): s
   return `${missed.length ? `missed ${missed.slice(0, 10).join(',')}` : ''}${missed.length && repeated.length ? '; ' : ''}${repeated.length ? `repeated ${repeated.slice(0, 10).join(',')}` : ''}`;
 }
 
+/** Failure reasons grouped: ids and numbers become N. */
+const reasonKey = (reason: string | undefined) => (reason ?? '(none)').replace(/[0-9a-f]{8,}|\d+/g, 'N').slice(0, 120);
+
+/** A turn that ended completed, within the drain or late: its latency (submission to end) counts. */
+export const endedCompleted = (t: { outcome: string; serverStatus?: string; endedAt?: number }): boolean =>
+  !!t.endedAt && (t.outcome === 'completed' || (t.outcome === 'late' && t.serverStatus === 'completed'));
+
 export function turnFigures(turns: TurnRecord[]): TurnFigures {
-  const f: TurnFigures = { submitted: 0, completed: 0, failed: 0, failedWithoutReason: 0, refused: 0, cancelled: 0, lost: 0, reconnects: 0, streamFaults: [], streamsCutAtDeadline: 0, reasons: {} };
+  const f: TurnFigures = { submitted: 0, completed: 0, failed: 0, failedWithoutReason: 0, refused: 0, cancelled: 0, lost: 0, late: 0, lateEnded: {}, lateWithoutReason: 0, reconnects: 0, streamFaults: [], streamsCutAtDeadline: 0, reasons: {} };
   for (const t of turns) {
     f.reconnects += t.reconnects;
     if (t.outcome === 'refused') {
@@ -60,8 +72,17 @@ export function turnFigures(turns: TurnRecord[]): TurnFigures {
     else if (t.outcome === 'failed') {
       f.failed++;
       if (!t.reason) f.failedWithoutReason++;
-      const reason = (t.reason ?? '(none)').replace(/[0-9a-f]{8,}|\d+/g, 'N').slice(0, 120);
+      const reason = reasonKey(t.reason);
       f.reasons[reason] = (f.reasons[reason] ?? 0) + 1;
+    } else if (t.outcome === 'late') {
+      f.late++;
+      const ended = t.serverStatus ?? '(unknown)';
+      f.lateEnded[ended] = (f.lateEnded[ended] ?? 0) + 1;
+      if (ended === 'failed') {
+        if (!t.reason) f.lateWithoutReason++;
+        const reason = `(late) ${reasonKey(t.reason)}`;
+        f.reasons[reason] = (f.reasons[reason] ?? 0) + 1;
+      }
     } else f.lost++;
     if (t.outcome !== 'lost' && t.turnId) {
       const cut = t.streamEnded !== true;
@@ -73,12 +94,12 @@ export function turnFigures(turns: TurnRecord[]): TurnFigures {
   return f;
 }
 
-/** p50/p99 of completed turns (submission to end, approvals included) in `buckets` windows of the run. */
+/** p50/p99 of completed turns, late ones included (submission to end, approvals included), in `buckets` windows of the run. */
 export function latencySeries(turns: TurnRecord[], start: number, end: number, buckets: number): Array<{ t: number; p50: number; p99: number; n: number }> {
   const width = (end - start) / buckets;
   return Array.from({ length: buckets }, (_, i) => {
     const lat = turns
-      .filter((t) => t.outcome === 'completed' && t.endedAt && t.submittedAt >= start + i * width && t.submittedAt < start + (i + 1) * width)
+      .filter((t) => endedCompleted(t) && t.submittedAt >= start + i * width && t.submittedAt < start + (i + 1) * width)
       .map((t) => (t.endedAt ?? 0) - t.submittedAt);
     return { t: start + (i + 0.5) * width, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
   });

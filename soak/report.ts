@@ -1,5 +1,5 @@
 import type { EffectFigures } from './effects';
-import { growthProblem, percentile, RSS_MIN_WINDOW_MS, type FaultMark, type Growth, type TurnFigures } from './figures';
+import { endedCompleted, growthProblem, percentile, RSS_MIN_WINDOW_MS, type FaultMark, type Growth, type TurnFigures } from './figures';
 
 /** The soak's verdict and its Markdown report (the table docs/RELIABILITY.md shows). */
 export interface SoakFigures {
@@ -7,6 +7,9 @@ export interface SoakFigures {
   minutes: number;
   start: number;
   end: number;
+  /** How long turns in flight had after the users stopped, and the extra window lost turns were read again in (ms). */
+  drainMs: number;
+  lateMs: number;
   turns: TurnFigures;
   effects: EffectFigures;
   latency: Array<{ t: number; p50: number; p99: number; n: number }>;
@@ -21,8 +24,9 @@ export interface SoakFigures {
 export function failures(f: SoakFigures): string[] {
   const out: string[] = [];
   if (f.turns.submitted === 0) out.push('no turn was submitted');
-  if (f.turns.lost > 0) out.push(`${f.turns.lost} turns lost (no end seen by the client nor recorded)`);
-  if (f.turns.failedWithoutReason > 0) out.push(`${f.turns.failedWithoutReason} turns failed without a reason`);
+  if (f.turns.lost > 0) out.push(`${f.turns.lost} turns lost (no end seen by the client nor by the turn's record, even ${s(f.lateMs)} after the drain)`);
+  const withoutReason = f.turns.failedWithoutReason + f.turns.lateWithoutReason;
+  if (withoutReason > 0) out.push(`${withoutReason} turns failed without a reason`);
   if (f.turns.streamFaults.length > 0) out.push(`${f.turns.streamFaults.length} streams missed or repeated an event: ${f.turns.streamFaults.slice(0, 5).map((s) => `${s.turnId} (${s.via}): ${s.problem}`).join('; ')}`);
   const dup = f.effects.extraCharges + f.effects.extraRefunds + f.effects.extraReceipts;
   if (dup > 0) out.push(`${dup} duplicated effects: ${f.effects.details.slice(0, 5).join('; ')}`);
@@ -37,6 +41,12 @@ export function failures(f: SoakFigures): string[] {
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
+/** The late turns and how their records say they ended, e.g. `3 (2 completed, 1 failed)`. */
+export function lateRow(t: TurnFigures): string {
+  const ended = Object.entries(t.lateEnded).map(([status, n]) => `${n} ${status}`);
+  return `${t.late}${ended.length ? ` (${ended.join(', ')})` : ''}`;
+}
+
 export function markdown(f: SoakFigures, failed: string[], command: string): string {
   const t = f.turns;
   const lines = [
@@ -50,12 +60,13 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     `| failed without a reason | ${t.failedWithoutReason} |`,
     `| cancelled | ${t.cancelled} |`,
     `| lost | ${t.lost} |`,
+    `| late (ended after the ${s(f.drainMs)} drain, within the next ${s(f.lateMs)}; not a failure) | ${lateRow(t)} |`,
     `| streams that missed or repeated an event | ${t.streamFaults.length} (client reconnects: ${t.reconnects}; ${t.streamsCutAtDeadline} followed until the run's deadline only, judged up to their last event) |`,
     `| charges / refunds / receipt mails in the school store | ${f.effects.charges} / ${f.effects.refunds} / ${f.effects.receipts} |`,
     `| duplicated effects (extra charges, refunds, mails) | ${f.effects.extraCharges}, ${f.effects.extraRefunds}, ${f.effects.extraReceipts} |`,
     `| payments said done without their charge | ${f.effects.missingCharges} |`,
     `| approvals answered by the second client | ${f.approvals} |`,
-    `| turn latency p50 / p99 (whole run) | ${s(f.overall.p50)} / ${s(f.overall.p99)} |`,
+    `| turn latency p50 / p99 (whole run, late turns included) | ${s(f.overall.p50)} / ${s(f.overall.p99)} |`,
     `| history size p50 / max (events) | ${f.histories.eventsP50} / ${f.histories.eventsMax} (${f.histories.turns} turns) |`,
     `| history size p50 / max (bytes) | ${f.histories.bytesP50} / ${f.histories.bytesMax} |`,
     `| unplanned process exits | ${f.crashes.length}${f.crashes.length ? ` (${f.crashes.map((c) => `${c.name} at ${s(c.at - f.start)}`).join(', ')})` : ''} |`,
@@ -68,7 +79,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '',
     ...(Object.keys(t.reasons).length ? Object.entries(t.reasons).map(([r, n]) => `- ${n} × ${r}`) : ['- none']),
     '',
-    '| window (min) | turns completed | p50 | p99 |',
+    '| window (min) | turns completed (late included) | p50 | p99 |',
     '|---|---|---|---|',
     ...f.latency.map((b) => `| ${((b.t - f.start) / 60_000).toFixed(1)} | ${b.n} | ${s(b.p50)} | ${s(b.p99)} |`),
     '',
@@ -84,7 +95,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
   return `${lines.join('\n')}\n`;
 }
 
-export const overall = (turns: Array<{ outcome: string; endedAt?: number; submittedAt: number }>) => {
-  const lat = turns.filter((x) => x.outcome === 'completed' && x.endedAt).map((x) => (x.endedAt ?? 0) - x.submittedAt);
+export const overall = (turns: Array<{ outcome: string; serverStatus?: string; endedAt?: number; submittedAt: number }>) => {
+  const lat = turns.filter(endedCompleted).map((x) => (x.endedAt ?? 0) - x.submittedAt);
   return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
 };

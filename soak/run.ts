@@ -4,10 +4,12 @@ import type { DemoRules } from '../src/demo-model/rules';
 import { EXAMPLE_RULES, requireBuild } from '../tests/helpers/system';
 import { effectFigures } from './effects';
 import { schedule, runFaults } from './faults';
+import { awaitLate, inBatches, turnRow } from './late';
 import { growth, latencySeries, percentile, turnFigures } from './figures';
 import { failures, markdown, overall, type SoakFigures } from './report';
 import { sample, type Sample, type Watched } from './sampler';
 import { soakSvg } from './svg';
+import { fetchTurn } from './streams';
 import { startTopology, type Topology } from './topology';
 import { runUser, startApprover, studentName, type TurnRecord } from './users';
 
@@ -22,6 +24,8 @@ export interface SoakOptions {
   /** Where report.md, soak.svg and result.json go. */
   out: string;
   command: string;
+  /** How long after the drain the turns still counted lost are read again (ms; default: the drain's length). */
+  lateMs?: number;
   log?: (line: string) => void;
 }
 
@@ -52,19 +56,15 @@ async function historySizes(topo: Topology, turns: TurnRecord[]): Promise<SoakFi
   const ids = [...new Set(turns.map((t) => t.turnId).filter((x): x is string => !!x))];
   const events: number[] = [];
   const bytes: number[] = [];
-  for (let i = 0; i < ids.length; i += 8) {
-    await Promise.all(
-      ids.slice(i, i + 8).map(async (id) => {
-        // Bounded: a Temporal that is down would otherwise be retried for minutes per turn.
-        const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000).unref());
-        const d = await Promise.race([topo.sys.client.workflow.getHandle(id).describe().catch(() => undefined), timeout]);
-        const info = d?.raw.workflowExecutionInfo;
-        if (!info) return;
-        events.push(Number(info.historyLength ?? 0));
-        bytes.push(Number(info.historySizeBytes ?? 0));
-      }),
-    );
-  }
+  await inBatches(ids, 8, async (id) => {
+    // Bounded: a Temporal that is down would otherwise be retried for minutes per turn.
+    const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000).unref());
+    const d = await Promise.race([topo.sys.client.workflow.getHandle(id).describe().catch(() => undefined), timeout]);
+    const info = d?.raw.workflowExecutionInfo;
+    if (!info) return;
+    events.push(Number(info.historyLength ?? 0));
+    bytes.push(Number(info.historySizeBytes ?? 0));
+  });
   return { turns: events.length, eventsP50: percentile(events, 50), eventsMax: Math.max(0, ...events), bytesP50: percentile(bytes, 50), bytesMax: Math.max(0, ...bytes) };
 }
 
@@ -122,12 +122,21 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     clearInterval(progress);
     clearInterval(sampler);
     const end = Date.now();
+    // Before the approver and the topology stop (a late refund still needs its approval): lost or late?
+    const lateMs = o.lateMs ?? drainMs;
+    const lostAtDrain = turns.filter((t) => t.outcome === 'lost').length;
+    if (lostAtDrain) log(`${lostAtDrain} turns without an end at the drain deadline: reading their records until ${Math.round(lateMs / 1000)} s after it`);
+    // Each turn is read as its own user, as its client did.
+    const owners = new Map(await Promise.all([...new Set(turns.map((t) => t.user))].map(async (u) => [u, await token(`soak-user-${u}`)] as const)));
+    const drainEnd = stoppedAt ? stoppedAt + drainMs : Date.now();
+    const late = await awaitLate(turns, { read: (t) => fetchTurn(base, owners.get(t.user) ?? '', t.turnId ?? ''), until: Math.max(Date.now(), drainEnd) + lateMs, everyMs: 2_000 });
+    if (lostAtDrain) log(`${late} of them ended late, ${lostAtDrain - late} lost`);
     await approver.stop();
     log('reading histories and the school store');
     const warmUpEnd = start + Math.max(30_000, durationMs * 0.2);
     const rows = growth(samples, warmUpEnd, durationMs * 0.4).map((g) => (g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g));
     const figures: SoakFigures = {
-      users: o.users, minutes: o.minutes, start, end,
+      users: o.users, minutes: o.minutes, start, end, drainMs, lateMs,
       turns: turnFigures(turns),
       effects: effectFigures(topo.sys.store(), o.users, turns),
       latency: latencySeries(turns, start, Math.max(until, stoppedAt), Math.max(4, Math.min(20, Math.round(o.minutes * 2)))),
@@ -143,7 +152,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     mkdirSync(o.out, { recursive: true });
     writeFileSync(path.join(o.out, 'report.md'), report);
     writeFileSync(path.join(o.out, 'soak.svg'), soakSvg({ title: `Soak: ${o.users} users, ${o.minutes} min, faults on a schedule`, start, end: Math.max(until, stoppedAt), latency: figures.latency, samples, faults: marks }));
-    writeFileSync(path.join(o.out, 'result.json'), JSON.stringify({ figures, failures: failed, samples, crashes: topo.crashes }, null, 1));
+    writeFileSync(path.join(o.out, 'result.json'), JSON.stringify({ figures, failures: failed, turns: turns.map(turnRow), samples, crashes: topo.crashes }, null, 1));
     return { ok: failed.length === 0, failures: failed, figures, report };
   } finally {
     await approver?.stop();

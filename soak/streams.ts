@@ -7,7 +7,11 @@ import { sseEvents } from '../src/shared/sse';
  */
 export interface TurnSeen {
   turnId?: string;
-  outcome: 'completed' | 'failed' | 'cancelled' | 'refused' | 'lost';
+  /**
+   * `late`: counted lost at the run's drain deadline, then seen ended by its record in the extra window
+   * after it (soak/late.ts); `serverStatus` says how it ended and `endedAt` when it was seen so.
+   */
+  outcome: 'completed' | 'failed' | 'cancelled' | 'refused' | 'lost' | 'late';
   reason?: string;
   text?: string;
   ids: number[];
@@ -45,25 +49,47 @@ function record(seen: TurnSeen, id: number | undefined, event: string, data: Rec
   return true;
 }
 
+/** What `GET /v1/turns/:id` says of a turn, as far as the soak reads it. */
+export interface TurnRead {
+  status?: string;
+  lastEventId?: number;
+  error?: { message?: string };
+}
+
+const ENDED: Record<string, TurnSeen['outcome']> = { completed: 'completed', failed: 'failed', cancelled: 'cancelled' };
+
+/**
+ * What the turn's record tells the client: its status and last id, and, when the client saw no end
+ * (it gave up at its deadline), the outcome the record has once the turn ended. True when it ended.
+ */
+export function applyRead(seen: TurnSeen, view: TurnRead): boolean {
+  seen.serverStatus = view.status;
+  seen.lastEventId = view.lastEventId;
+  const ended = ENDED[view.status ?? ''];
+  if (seen.outcome === 'lost' && ended) {
+    seen.outcome = ended;
+    if (ended !== 'completed') seen.reason = view.error?.message;
+  }
+  return ended !== undefined;
+}
+
+/** One `GET /v1/turns/:id` (15 s at most); undefined when no replica answered it. */
+export async function fetchTurn(base: string, token: string, turnId: string): Promise<TurnRead | undefined> {
+  try {
+    const res = await fetch(`${base}/v1/turns/${turnId}`, { headers: headersOf(token), signal: AbortSignal.timeout(15_000) });
+    return res.ok ? ((await res.json()) as TurnRead) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** GET /v1/turns/:id until an answer (replicas come and go), at least once even past the deadline. */
 export async function readTurn(base: string, token: string, seen: TurnSeen, deadline: number): Promise<void> {
   for (;;) {
-    try {
-      const res = await fetch(`${base}/v1/turns/${seen.turnId ?? ''}`, { headers: headersOf(token), signal: AbortSignal.timeout(15_000) });
-      if (res.ok) {
-        const view = (await res.json()) as { status?: string; lastEventId?: number; error?: { message?: string } };
-        seen.serverStatus = view.status;
-        seen.lastEventId = view.lastEventId;
-        // The client gave up before the end it could not see: the turn's own record decides.
-        if (seen.outcome === 'lost' && view.status === 'completed') seen.outcome = 'completed';
-        if (seen.outcome === 'lost' && view.status === 'failed') {
-          seen.outcome = 'failed';
-          seen.reason = view.error?.message;
-        }
-        return;
-      }
-    } catch {
-      // again below
+    const view = await fetchTurn(base, token, seen.turnId ?? '');
+    if (view) {
+      applyRead(seen, view);
+      return;
     }
     if (Date.now() > deadline) return;
     await pause(500);

@@ -1,6 +1,10 @@
-/** What the activity files share: heartbeats while work runs, and the fields of a turn's log lines. */
+/**
+ * What the activity files share: heartbeats while work runs, the fields of a turn's log lines, the
+ * caller in servers' `_meta`, and an error's message.
+ */
 import { Context } from '@temporalio/activity';
 import { sessionOfTurn } from '../shared/ids';
+import { USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { UserContext } from '../shared/user';
 
 /**
@@ -38,4 +42,15 @@ export function heartbeatsEvery(heartbeatEveryMs: number): WithHeartbeats {
 export function turnFields(turnId: string, user?: UserContext): Record<string, string> {
   const sessionId = sessionOfTurn(turnId);
   return { turnId, ...(sessionId ? { sessionId } : {}), ...(user ? { userId: user.id } : {}) };
+}
+
+/** The caller as servers see it in `_meta`: identity and scopes, never a token. */
+export function userMeta(user: UserContext, traceId?: string): Record<string, unknown> {
+  return {
+    [USER_CONTEXT_META_KEY]: { id: user.id, role: user.role, tenant: user.tenant, scopes: user.scopes, ...(traceId ? { traceId } : {}) },
+  };
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
