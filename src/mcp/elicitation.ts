@@ -51,7 +51,10 @@ export class ElicitationSession implements CallElicitation {
     if (!schema) return { action: 'decline' };
     const recorded = await this.askHeld({ message: params.message, requestedSchema: schema as Record<string, unknown> });
     if (!recorded) return { action: 'cancel' };
-    return { action: recorded.action, ...(recorded.action === 'accept' && recorded.content ? { content: recorded.content } : {}) };
+    if (recorded.action !== 'accept' || !recorded.content) return { action: recorded.action };
+    // The worker declares `applyDefaults`: fields the answer leaves out get the form's defaults, on both
+    // revisions (the 1.x client fills them only for a 2025-11-25 server's request; input_required has no SDK step).
+    return { action: 'accept', content: withDefaults(schema, recorded.content) };
   }
 
   /** A recorded answer, else the user's while the request is held, else ask() (abort and re-issue). */
@@ -78,6 +81,18 @@ export class ElicitationSession implements CallElicitation {
     this.abort.abort(new Error('the server asked the user for input'));
     return undefined;
   }
+}
+
+type FormContent = NonNullable<ElicitationAnswer['content']>;
+
+/** `content` with each top-level field it lacks that the form gives a default for. */
+function withDefaults(schema: { properties?: Record<string, unknown> }, content: FormContent): FormContent {
+  const filled: FormContent = { ...content };
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    const fallback = (property as { default?: unknown }).default;
+    if (filled[name] === undefined && fallback !== undefined) filled[name] = fallback as FormContent[string];
+  }
+  return filled;
 }
 
 function sameQuestion(answer: ElicitationAnswer, question: InputAsked): boolean {

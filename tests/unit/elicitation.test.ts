@@ -72,3 +72,13 @@ test('held, with no answer in time: the question is remembered and the call abor
   expect(await recorded.answer(form)).toEqual({ action: 'accept', content: { name: 'Ada' } });
   expect(holds).toBe(1);
 });
+
+test("an accepted form gets the form's defaults for the fields its answer leaves out (both revisions: no SDK step does it for input_required)", async () => {
+  const withDefaults = {
+    mode: 'form' as const,
+    message: 'Details?',
+    requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const, default: 'John Doe' }, age: { type: 'integer' as const, default: 30 }, ok: { type: 'boolean' as const, default: true } } },
+  };
+  const s = new ElicitationSession([{ message: 'Details?', action: 'accept', content: { name: 'Ada', ok: false } }]);
+  expect(await s.answer(withDefaults)).toEqual({ action: 'accept', content: { name: 'Ada', age: 30, ok: false } });
+});
