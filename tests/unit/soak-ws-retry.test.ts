@@ -32,6 +32,19 @@ async function fakeApi(onMessage: (ws: WebSocket, n: number, payload: Record<str
 }
 
 const send = (ws: WebSocket, f: Frame) => ws.send(JSON.stringify(f));
+
+/** One message sent through a WsSession against `api` and followed until `deadlineMs` from now; the API closed after. */
+async function turnThrough(api: { base: string; close: () => Promise<void> }, key: string, deadlineMs: number): Promise<TurnSeen> {
+  const session = new WsSession(api.base, 'token', `session-${key}`);
+  const rec = seen();
+  try {
+    await session.turn('Process payment for student Soakaad', key, rec, Date.now() + deadlineMs, false);
+  } finally {
+    session.close();
+    await api.close();
+  }
+  return rec;
+}
 const event = (ws: WebSocket, turnId: string, id: number, name: string) => send(ws, { type: 'event', payload: { turnId, id, event: name, data: name === 'done' ? { text: 'Done.' } : {} } });
 const seen = (): TurnSeen => ({ outcome: 'lost', ids: [], reconnects: 0 });
 
@@ -47,14 +60,7 @@ test('an unavailable answer whose turn started anyway: the same key again, the s
     send(ws, { type: 'status', payload: { message: 'Working on it', turnId: 'turn-1', created: false } });
     for (const [id, name] of [[1, 'status'], [2, 'text'], [3, 'done']] as const) event(ws, 'turn-1', id, name);
   });
-  const s = new WsSession(api.base, 'token', 'session-1');
-  const rec = seen();
-  try {
-    await s.turn('Process payment for student Soakaad', 'key-1', rec, Date.now() + 60_000, false);
-  } finally {
-    s.close();
-    await api.close();
-  }
+  const rec = await turnThrough(api, 'key-1', 60_000);
   expect(api.keys).toEqual(['key-1', 'key-1']);
   expect(rec).toMatchObject({ turnId: 'turn-1', outcome: 'completed', ids: [1, 2, 3] });
   expect(rec.unanswered).toBeUndefined();
@@ -62,27 +68,13 @@ test('an unavailable answer whose turn started anyway: the same key again, the s
 
 test('a refusal ends the message at once; a message never answered is refused at the deadline as unanswered', async () => {
   const busy = await fakeApi((ws) => send(ws, { type: 'error', payload: { code: 'session_busy', message: 'too many' } }));
-  const s1 = new WsSession(busy.base, 'token', 'session-2');
-  const refused = seen();
-  try {
-    await s1.turn('hello', 'key-2', refused, Date.now() + 60_000, false);
-  } finally {
-    s1.close();
-    await busy.close();
-  }
+  const refused = await turnThrough(busy, 'key-2', 60_000);
   expect(busy.keys).toEqual(['key-2']);
   expect(refused).toMatchObject({ outcome: 'refused', reason: 'session_busy too many' });
   expect(refused.unanswered).toBeUndefined();
 
   const down = await fakeApi((ws) => send(ws, { type: 'error', payload: { code: 'unavailable', message: 'down' } }));
-  const s2 = new WsSession(down.base, 'token', 'session-3');
-  const cut = seen();
-  try {
-    await s2.turn('hello', 'key-3', cut, Date.now() + 2_500, false);
-  } finally {
-    s2.close();
-    await down.close();
-  }
+  const cut = await turnThrough(down, 'key-3', 2_500);
   expect(down.keys.length).toBeGreaterThanOrEqual(1);
   expect(new Set(down.keys)).toEqual(new Set(['key-3']));
   expect(cut).toMatchObject({ outcome: 'refused', unanswered: true });
