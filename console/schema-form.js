@@ -57,6 +57,8 @@ export function initialValues(fields) {
 }
 
 const isEmpty = (f, v) => v === undefined || v === '' || (f.kind === 'multi' && v.length === 0);
+/** A string's length as JSON Schema counts it: in code points (an emoji is one), not UTF-16 units. */
+const lengthOf = (v) => [...v].length;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -84,8 +86,8 @@ export function problemOf(f, v) {
       return null;
     }
     case 'string': {
-      if (typeof s.minLength === 'number' && v.length < s.minLength) return `must be at least ${s.minLength} characters`;
-      if (typeof s.maxLength === 'number' && v.length > s.maxLength) return `must be at most ${s.maxLength} characters`;
+      if (typeof s.minLength === 'number' && lengthOf(v) < s.minLength) return `must be at least ${s.minLength} characters`;
+      if (typeof s.maxLength === 'number' && lengthOf(v) > s.maxLength) return `must be at most ${s.maxLength} characters`;
       if (typeof s.pattern === 'string') {
         try {
           if (!new RegExp(s.pattern, 'u').test(v)) return `must match ${s.pattern}`;
@@ -121,11 +123,15 @@ export function problemsOf(fields, values) {
   return problems;
 }
 
-/** The object the form's values make: numbers as numbers, empty optional fields left out. */
+/**
+ * The object the form's values make: numbers as numbers, empty optional fields left out, a required
+ * checkbox never touched as the unchecked one it shows (false).
+ */
 export function contentOf(fields, values) {
   const out = {};
   for (const f of fields) {
     const v = values[f.name];
+    if (v === undefined && f.kind === 'boolean' && f.required) out[f.name] = false;
     if (isEmpty(f, v)) continue;
     if (f.kind === 'number' || f.kind === 'integer') out[f.name] = Number(v);
     else if (f.kind === 'json') out[f.name] = JSON.parse(v);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { loadPolicyFile } from '../../src/config/policy';
 import { postJson, waitFor } from '../helpers/http';
+import { disagreements, FORM_CASES, FORM_KINDS, formScript, type PageVerdict } from '../helpers/schema-form-cases';
 import { ROOT, startSystem, type TestSystem } from '../helpers/system';
 
 /**
@@ -10,7 +11,8 @@ import { ROOT, startSystem, type TestSystem } from '../helpers/system';
  * the session lives in the URL and a reload finds a pending question, answerable; a tab reloaded while
  * its call waits shows the approval (its deadline counting down) and approves it, a second tab on the
  * same session sees the call and who decided and when, and sends a turn the first tab sees; every field
- * kind of server-everything's elicitation form, checked while typing; answers as sanitized Markdown (a
+ * kind of server-everything's elicitation form, checked while typing as the API checks an answer (a table
+ * of values, tests/helpers/schema-form-cases.ts); answers as sanitized Markdown (a
  * script in them never runs); the sessions list, where a session is renamed and deleted, pages with
  * More… and keeps its pages on a refresh; a message answered 503 after its turn started is sent again
  * under the same Idempotency-Key and makes one turn. `CONSOLE_SCREENSHOTS=<dir>` saves the views there
@@ -130,6 +132,21 @@ test('a reload keeps the session and its pending question; every field kind of t
   ]) expect(answer).toContain(part);
   expect(answer.replace(/\s+/g, '')).toContain('"untitledMultipleSelectEnum":["Piano","Drums"]');
   expect(answer.replace(/\s+/g, '')).toContain('"titledMultipleSelectEnum":["fish-1","fish-2"]');
+  await page.close();
+});
+
+test("the form's checks while typing agree with the API's check of the answer: for every value, the console lets it be sent exactly when the API takes it", async () => {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => console.log('console page error:', e.message));
+  // The console's page, for its import map: schema-form.js is loaded as the console loads it.
+  await page.goto(`${sys.apiUrl}/console/`);
+  const judged = (await page.evaluate(formScript())) as { kinds: Record<string, string>; verdicts: PageVerdict[] };
+  expect(judged.kinds).toEqual(FORM_KINDS);
+  expect(judged.verdicts).toHaveLength(FORM_CASES.length);
+  const { mismatches, refused, taken } = disagreements(judged.verdicts);
+  expect(mismatches).toEqual([]);
+  expect(refused).toBeGreaterThan(20);
+  expect(taken).toBeGreaterThan(20);
   await page.close();
 });
 
