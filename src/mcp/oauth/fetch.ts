@@ -7,9 +7,11 @@
  * authorizer has none until the user came back through the API's callback route, so the request
  * fails with `AuthorizationRequiredError` carrying the URL to send the user to; the next attempt
  * after the callback exchanges the code (src/mcp/oauth/provider.ts keeps the PKCE verifier).
+ * Servers whose authorization server asks for DPoP get proofs and DPoP-bound tokens (./dpop.ts).
  */
-import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { challengeParams, dpopSession, isDpopToken } from './dpop';
 import { issuerRefusal } from './issuer';
 import { HostOAuthProvider } from './provider';
 import { oauthKeys, PENDING_AUTHORIZATION_MS, type OAuthStore, type PendingAuthorization } from '../../security/oauth-store';
@@ -70,16 +72,20 @@ export function withOAuth(opts: OAuthFetchOptions, base: FetchLike = fetch): Fet
   const { provider } = opts;
   const authorizer = opts.authorizer ?? callbackAuthorizer;
   const lockKey = oauthKeys.lock(opts.server, opts.principal);
+  const dpop = dpopSession(opts.server, opts.principal);
+  const authFetch = dpop.tokenFetch(base, async () => (await provider.discoveryState?.())?.authorizationServerMetadata);
 
   const send = async (input: string | URL, init: RequestInit | undefined): Promise<{ response: Response; token?: string }> => {
+    const tokens = await provider.tokens();
+    const token = tokens?.access_token;
+    if (token && isDpopToken(tokens)) return { response: await dpop.sendWithToken(base, input, init, token), token };
     const headers = new Headers(init?.headers);
-    const token = (await provider.tokens())?.access_token;
     if (token) headers.set('authorization', `Bearer ${token}`);
     return { response: await base(input, { ...init, headers }), ...(token ? { token } : {}) };
   };
 
   const authorize = async (response: Response, usedToken: string | undefined): Promise<void> => {
-    const challenge = extractWWWAuthenticateParams(response);
+    const challenge = challengeParams(response);
     const stepUp = response.status === 403;
     await opts.store.withLock(lockKey, async () => {
       const current = await provider.tokens();
@@ -90,7 +96,7 @@ export function withOAuth(opts: OAuthFetchOptions, base: FetchLike = fetch): Fet
         serverUrl: opts.serverUrl,
         ...(challenge.resourceMetadataUrl ? { resourceMetadataUrl: challenge.resourceMetadataUrl } : {}),
         ...(scope ? { scope } : {}),
-        fetchFn: base,
+        fetchFn: authFetch,
       };
       if (provider instanceof HostOAuthProvider && (await exchangePendingCode(provider, authorizer, authOptions))) return;
       // More scope needs a new grant: refreshing would only renew the old one.
@@ -156,7 +162,7 @@ async function exchangePendingCode(
 
 function needsAuthorization(response: Response): boolean {
   if (response.status === 401) return true;
-  return response.status === 403 && extractWWWAuthenticateParams(response).error === 'insufficient_scope';
+  return response.status === 403 && challengeParams(response).error === 'insufficient_scope';
 }
 
 /** What the user granted before plus what the server now asks for, so nothing granted is lost. */
