@@ -18,10 +18,10 @@ export function createInputLink(client: Pick<Client, 'workflow'>): InputLink {
       try {
         await turn.signal(inputAskedSignal, { toolCallId, question });
         while (!signal.aborted && performance.now() < until) {
-          const held = await turn.query(inputAnswerQuery, toolCallId);
+          const held = await turn.query(inputAnswerQuery, { toolCallId });
           // Taken through an update, recorded before the server hears it: an attempt after this one
           // then knows the server may have acted on it.
-          if (held?.answer && matches(held.answer)) return await turn.executeUpdate(inputTakenUpdate, { args: [toolCallId] });
+          if (held?.answer && matches(held.answer)) return await turn.executeUpdate(inputTakenUpdate, { args: [{ toolCallId }] });
           await pause(Math.min(LOOK_EVERY_MS, Math.max(0, until - performance.now())), signal);
         }
       } catch {
@@ -33,7 +33,7 @@ export function createInputLink(client: Pick<Client, 'workflow'>): InputLink {
 
     async heldUntaken(workflowId, toolCallId) {
       try {
-        const held = await client.workflow.getHandle(workflowId).query(inputAnswerQuery, toolCallId);
+        const held = await client.workflow.getHandle(workflowId).query(inputAnswerQuery, { toolCallId });
         return held !== null && !held.taken;
       } catch {
         return false;

@@ -109,9 +109,12 @@ export const inputAskedSignal = defineSignal<[{ toolCallId: string; question: In
  * attempt took it to the server (`inputTaken`). null when no question is held on that call. A later
  * attempt reads it too: a question held and never taken means the server has not acted yet.
  */
-export const inputAnswerQuery = defineQuery<{ answer: ElicitationAnswer | null; taken: boolean } | null, [string]>('inputAnswer');
-/** The activity takes the answer to the server: recorded before the server hears it. Rejected when none waits. */
-export const inputTakenUpdate = defineUpdate<ElicitationAnswer, [string]>('inputTaken');
+export const inputAnswerQuery = defineQuery<{ answer: ElicitationAnswer | null; taken: boolean } | null, [{ toolCallId: string }]>('inputAnswer');
+/**
+ * The activity takes the answer to the server: recorded before the server hears it. Rejected when none
+ * waits. (Its argument is an object: a bare short string would pass the payload codec in clear, decision 0019.)
+ */
+export const inputTakenUpdate = defineUpdate<ElicitationAnswer, [{ toolCallId: string }]>('inputTaken');
 
 /** Custom search attributes set on every turn for the owner, registered with SessionId. */
 export const USER_ID_SEARCH_ATTRIBUTE = 'UserId';

@@ -113,19 +113,19 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
     if (refused) waiting.set(toolCallId, { ...questionOf(asked), answer: refused, settled: true, held: true });
     else if (opened) opened.held = true;
   });
-  setHandler(inputAnswerQuery, (toolCallId) => {
+  setHandler(inputAnswerQuery, ({ toolCallId }) => {
     const entry = waiting.get(toolCallId);
     return entry?.held ? { answer: entry.answer ?? null, taken: entry.taken === true } : null;
   });
   setHandler(
     inputTakenUpdate,
-    (toolCallId) => {
+    ({ toolCallId }) => {
       const entry = waiting.get(toolCallId) as Entry & { answer: ElicitationAnswer };
       entry.taken = true;
       return entry.answer;
     },
     {
-      validator: (toolCallId) => {
+      validator: ({ toolCallId }) => {
         const entry = waiting.get(toolCallId);
         if (!entry?.held || !entry.answer) throw ApplicationFailure.create({ type: Failure.InputNotPending, message: 'no answer waits on that tool call', nonRetryable: true });
       },

@@ -102,6 +102,29 @@ test("the server's input_required question is the turn's question; the owner's a
   expect([...menu.state.orders.values()].filter((o) => o.item === 'soup')).toEqual([{ item: 'soup', size: 'large' }]);
 });
 
+test("a worker SIGKILLed while the 2026-07-28 server's question waits: the owner's answer, given to the next worker, places the order once", async () => {
+  const before = menu.state.orders.size;
+  const post = await postMessage(sys.apiUrl, 'rev-order-kill', 'order pie');
+  const eventsUrl = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
+  const seen = await readSse(eventsUrl, { stopAfter: (e) => e.event === 'input_required', timeoutMs: 90_000 });
+  const asked = seen.find((e) => e.event === 'input_required')?.data;
+  expect(asked).toMatchObject({ server: 'menu', message: 'Which size of pie?' });
+  // The question is held by the call in flight (decision 0043); its worker dies with it.
+  await sys.worker.kill();
+  sys.worker = await sys.startWorker();
+  const answerUrl = `${sys.apiUrl}/v1/turns/${post.body.turnId}/inputs/${String(asked?.toolCallId)}`;
+  expect((await postJson(answerUrl, { action: 'accept', content: { size: 'small' } })).status).toBe(200);
+
+  const all = await readSse(eventsUrl, { timeoutMs: 150_000 });
+  expect(all.at(-1)?.event).toBe('done');
+  // Shown once and answered once, whichever worker took the answer to the server.
+  expect(all.filter((e) => e.event === 'input_required')).toHaveLength(1);
+  expect(all.filter((e) => e.event === 'input_provided')).toHaveLength(1);
+  expect((await getJson(`${sys.apiUrl}/v1/turns/${post.body.turnId}`)).body.text).toMatch(/^menu said: Ordered a small pie \(order \d+\)\.$/);
+  expect(menu.state.orders.size).toBe(before + 1);
+  expect([...menu.state.orders.values()].filter((o) => o.item === 'pie')).toEqual([{ item: 'pie', size: 'small' }]);
+}, 240_000);
+
 test('a worker SIGKILLed mid-call on the 2026-07-28 server: the next worker calls again with the same key, one drink', async () => {
   menu.state.brewMs = 4_000;
   const callsBefore = menu.state.brewCalls;
