@@ -3,7 +3,7 @@ import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { freePort, startTemporalDevServer } from '../../src/cli/processes';
 import { startApiProcess } from '../helpers/api-process';
-import { startSystem, temporalCli, type TestSystem } from '../helpers/system';
+import { startOnFreshPorts, startSystem, temporalCli, type TestSystem } from '../helpers/system';
 
 /**
  * Sealed histories in the real Temporal web UI (the dev server's, started with `--ui-codec-endpoint`
@@ -27,26 +27,19 @@ beforeAll(async () => {
   const apiPort = await freePort();
   sys = await startSystem({
     payloadKeys: keys,
-    // A port picked free can be taken by another process before the server binds it (the dev server
-    // then exits at start): tried again on fresh ports, a few times.
-    temporal: async (dir) => {
-      for (let attempt = 1; ; attempt++) {
+    temporal: (dir) =>
+      startOnFreshPorts(async (attempt) => {
         const uiPort = await freePort();
-        try {
-          const server = await startTemporalDevServer({
-            cli: temporalCli(),
-            dbFile: path.join(dir, `temporal-${attempt}.db`),
-            port: await freePort(),
-            uiPort,
-            uiCodecEndpoint: `http://127.0.0.1:${apiPort}/v1/codec`,
-          });
-          uiUrl = `http://127.0.0.1:${uiPort}`;
-          return server;
-        } catch (err) {
-          if (attempt >= 3 || !/exited with code/.test(String(err))) throw err;
-        }
-      }
-    },
+        const server = await startTemporalDevServer({
+          cli: temporalCli(),
+          dbFile: path.join(dir, `temporal-${attempt}.db`),
+          port: await freePort(),
+          uiPort,
+          uiCodecEndpoint: `http://127.0.0.1:${apiPort}/v1/codec`,
+        });
+        uiUrl = `http://127.0.0.1:${uiPort}`;
+        return server;
+      }),
   });
   // The API process as deployed: the same keys, the UI's origin allowed on the codec routes.
   ({ url: apiUrl } = await startApiProcess(sys, { API_PORT: String(apiPort), PAYLOAD_KEYS: keys, TEMPORAL_UI_URL: uiUrl }));

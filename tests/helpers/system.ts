@@ -65,9 +65,28 @@ export function temporalCli(): string {
   return cli;
 }
 
+/**
+ * Starts a dev server with `start(attempt)` (which picks its ports), again on fresh ports when it exits
+ * at start, a few times: a port picked free can be taken by another process before the server binds it
+ * (its HTTP API port, the gRPC port + 1000, is not even the one picked).
+ */
+export async function startOnFreshPorts(start: (attempt: number) => Promise<TemporalDevServer>): Promise<TemporalDevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(attempt);
+    } catch (err) {
+      if (attempt >= 3 || !/exited with code/.test(String(err))) throw err;
+    }
+  }
+}
+
 /** Starts a Temporal dev server on free ports with its SQLite file in `dir`. */
 export async function startTemporal(dir: string): Promise<TemporalDevServer> {
-  return await startTemporalDevServer({ cli: temporalCli(), dbFile: path.join(dir, 'temporal.db'), port: await freePort() });
+  return await startOnFreshPorts(async (attempt) => {
+    // The same file name every time (tests read and restart it by name): what a failed start left goes first.
+    if (attempt > 1) for (const f of readdirSync(dir).filter((name) => name.startsWith('temporal.db'))) rmSync(path.join(dir, f), { force: true });
+    return await startTemporalDevServer({ cli: temporalCli(), dbFile: path.join(dir, 'temporal.db'), port: await freePort() });
+  });
 }
 
 /**
