@@ -3,7 +3,7 @@ import { createTemporalGateway } from '../src/api/gateway';
 import { policyForRole } from '../src/core/policy';
 import { TURN_WORKFLOW_TYPE } from '../src/workflows/definitions';
 import { sessionSettingsFrom, turnOptionsFrom } from '../src/config';
-import type { TurnInput, TurnState } from '../src/shared/turn';
+import type { TurnInput, TurnMemory, TurnResult, TurnState } from '../src/shared/turn';
 import { defaultHostConfig, type TestSystem } from '../tests/helpers/system';
 import { runInProcessTurn, type InProcessDeps, type InProcessResult } from './lib/in-process';
 import { benchMessage, readOnlyMessage } from './lib/scripts';
@@ -45,7 +45,7 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
   const turnOptions = turnOptionsFrom(defaultHostConfig());
   // Turns whose end the bench saw. The API hears a turn's end from its final event (the live hub), here
   // from its result: a message behind it reads nothing of it from Temporal in either case.
-  const ended = new Set<string>();
+  const ended = new Map<string, TurnMemory | undefined>();
   // The API's own start code: same workflow id shape, input, search attributes, summary and reuse policy.
   const gateway = createTemporalGateway({
     client: sys.client,
@@ -53,6 +53,8 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
     settings: () => ({ policy, turnOptions, contextByRole: {}, sessionSettings: sessionSettingsFrom(defaultHostConfig()) }),
     catalogCacheMs: 60_000,
     endSeen: (turnId) => (ended.has(turnId) ? 'completed' : undefined),
+    // The memory it handed on: the API hears it from the worker's push, the bench from the result.
+    handedOn: (turnId) => ended.get(turnId),
   });
 
   const expectSteps = (where: string, toolSteps: number, steps: number, failed: number, text: string): void => {
@@ -89,8 +91,8 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
       const { turnId, sessionId, text } = nextTurn(toolSteps, readOnly, inSession);
       const outcome = await gateway.submitMessage({ turnId, sessionId, text, user });
       if (outcome.kind !== 'accepted' || !outcome.created) throw new Error(`turn ${turnId} already existed`);
-      const state = (await turnResult(sys.client, turnId)) as TurnState;
-      ended.add(turnId);
+      const state = (await turnResult(sys.client, turnId)) as TurnResult;
+      ended.set(turnId, state.memory);
       const failed = state.toolCalls.filter((c) => c.isError).length;
       expectSteps('durable', toolSteps, state.steps, failed, state.text ?? '');
       return turnId;

@@ -114,9 +114,15 @@ function memoryOf(end: ClosedTurn): TurnMemory | 'legacy' | undefined {
  * ran, without holding up the workflow task (not awaited), tried again a few times. A signal lost
  * anyway costs the session a wait until it checks on the turn; it is never the turn's record.
  */
-export function sessionSinks(link: SessionLink, onError: (target: string, turnId: string, err: unknown) => void): InjectedSinks<SessionSinks> {
+export function sessionSinks(
+  link: SessionLink,
+  onError: (target: string, turnId: string, err: unknown) => void,
+  handOn: (turnId: string, memory: TurnMemory) => void = () => undefined,
+): InjectedSinks<SessionSinks> {
   return {
     session: {
+      // To the API beside the turn's events (the live publisher): it never throws.
+      handedOn: { fn: (_info, turnId, memory) => handOn(turnId, memory), callDuringReplay: false },
       predecessorEnded: {
         fn: (_info, followerId, ended) => {
           void withRetries(() => link.tellFollower(followerId, ended)).catch((err: unknown) => onError(followerId, ended.turnId, err));

@@ -280,8 +280,12 @@ async function main(): Promise<void> {
           },
         },
         // A turn's end, signalled at once to whoever waits for it (its session, or the next turn of its chain).
-        ...sessionSinks(sessionLink, (target, turnId, err) =>
-          logger.warn({ turnId, target, err: err instanceof Error ? err.message : String(err) }, 'telling the waiting workflow that the turn ended failed; it will check on the turn'),
+        ...sessionSinks(
+          sessionLink,
+          (target, turnId, err) =>
+            logger.warn({ turnId, target, err: err instanceof Error ? err.message : String(err) }, 'telling the waiting workflow that the turn ended failed; it will check on the turn'),
+          // The memory after a turn, to the API: the next message of its session starts with it (no read).
+          (turnId, memory) => live.memory(turnId, memory),
         ),
         // Each durable event to the API beside the live text, so its streams need no query. Runs after
         // the activation, possibly before the task is persisted: a retried task pushes the same ids

@@ -93,6 +93,8 @@ async function main(): Promise<void> {
       ...(pool ? { sessions: await postgresSessionIndex(pool) } : {}),
       // A turn whose final event the workers pushed here is over: the next message of its session does not ask Temporal.
       endSeen: (turnId) => liveHub.events.endOf(turnId),
+      // ... and the memory it handed on as it ended: the next turn starts with it, reading nothing.
+      handedOn: (turnId) => liveHub.events.memoryOf(turnId),
     }),
     auth,
     workerReports,

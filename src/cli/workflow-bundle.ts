@@ -55,5 +55,5 @@ export function tracingWorkerOptions(tracing: { spanProcessor: SpanProcessor; re
 export const NOOP_METRICS_SINKS: InjectedSinks<MetricsSinks & TurnEventSinks & SessionSinks> = {
   metrics: { turnFinished: { fn: () => undefined }, approvalWaiting: { fn: () => undefined }, approvalEnded: { fn: () => undefined } },
   turnEvents: { emitted: { fn: () => undefined } },
-  session: { predecessorEnded: { fn: () => undefined } },
+  session: { predecessorEnded: { fn: () => undefined }, handedOn: { fn: () => undefined } },
 };

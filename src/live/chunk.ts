@@ -21,6 +21,8 @@ export const MAX_CHUNK_TEXT_CHARS = 64 * 1024;
 export const MAX_NOTICE_CHARS = 1_000;
 /** Largest event an `event` chunk carries, in JSON characters; a larger one travels as a `poll` hint. */
 export const MAX_EVENT_CHARS = 64 * 1024;
+/** Largest memory a `memory` chunk carries, in JSON characters; a larger one is not sent (the next turn reads it from Temporal). */
+export const MAX_MEMORY_CHARS = 64 * 1024;
 /** Most chunks in one batch. */
 export const MAX_BATCH_CHUNKS = 1000;
 
@@ -38,6 +40,15 @@ export const PushedTurnSchema: z.ZodType<PushedTurn> = z.object({
   owner: z.object({ id: z.string().min(1).max(MAX_TURN_ID_CHARS), tenant: z.string().min(1).max(MAX_TURN_ID_CHARS) }).optional(),
 });
 
+/**
+ * The memory a turn of a chain handed on when it ended (TurnMemory: its summary and exchanges, each
+ * message a user's request or an answer in plain text); the publisher sends only what passes it.
+ */
+export const HandedMemorySchema = z.object({
+  summary: z.string().optional(),
+  messages: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).max(10_000),
+});
+
 export const LiveChunkSchema = z
   .object({
     turnId: z.string().min(1).max(MAX_TURN_ID_CHARS),
@@ -50,10 +61,11 @@ export const LiveChunkSchema = z
      * `notice`: this attempt failed and another follows (`text` says why and when; not part of the answer);
      * with `toolCallId`, about that tool call (its attempt `attempt` starts; step 1), not about the step's text;
      * `progress`: a tool call's server reported progress (`toolCallId`, `progress`, `total`; `text` is its message);
-     * `event`: a durable turn event (`event`, `turn`); `poll`: durable event `offset` exists but was too large to carry.
-     * Step and attempt mean nothing for these three (1).
+     * `event`: a durable turn event (`event`, `turn`); `poll`: durable event `offset` exists but was too large to carry;
+     * `memory`: the turn ended and handed on `memory` to the next turn of its session (decision 0033).
+     * Step and attempt mean nothing for these four (1).
      */
-    kind: z.enum(['delta', 'reset', 'end', 'notice', 'progress', 'event', 'poll']),
+    kind: z.enum(['delta', 'reset', 'end', 'notice', 'progress', 'event', 'poll', 'memory']),
     /** Where `text` starts within this attempt's text (for `end`: the total length sent). */
     offset: z.number().int().min(0),
     text: z.string().max(MAX_CHUNK_TEXT_CHARS),
@@ -62,6 +74,7 @@ export const LiveChunkSchema = z
     total: z.number().finite().optional(),
     event: PushedEventSchema.optional(),
     turn: PushedTurnSchema.optional(),
+    memory: HandedMemorySchema.optional(),
   })
   .refine((c) => c.kind === 'delta' || c.kind === 'notice' || c.kind === 'progress' || c.text === '', { message: 'reset and end chunks carry no text', path: ['text'] })
   .refine((c) => (c.kind !== 'notice' && c.kind !== 'progress') || c.text.length <= MAX_NOTICE_CHARS, {
@@ -73,6 +86,7 @@ export const LiveChunkSchema = z
     path: ['toolCallId'],
   })
   .refine((c) => (c.kind === 'event') === (c.event !== undefined), { message: 'an event chunk, and only it, carries an event', path: ['event'] })
+  .refine((c) => (c.kind === 'memory') === (c.memory !== undefined), { message: 'a memory chunk, and only it, carries a memory', path: ['memory'] })
   .refine((c) => c.kind !== 'poll' || c.offset >= 1, { message: 'a poll chunk names the event id it stands for', path: ['offset'] });
 
 export type LiveChunk = z.output<typeof LiveChunkSchema>;

@@ -49,7 +49,7 @@ export interface LiveTextHub {
    */
   lastNotice(turnId: string): LiveChunk | undefined;
   /** The turn's pushed durable events (see ./turn-events.ts); read them in the block that subscribes, like snapshot(). */
-  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect' | 'justEnded' | 'endOf'>;
+  events: Pick<TurnEventStore, 'read' | 'streamView' | 'expect' | 'justEnded' | 'endOf' | 'memoryOf'>;
   /** Turns with a buffer. */
   size(): number;
   /** Listeners subscribed across all turns (open streams following live text). */
@@ -139,6 +139,11 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
     if (b && expired(b, t)) {
       turns.delete(c.turnId);
       b = undefined;
+    }
+    // The memory a turn handed on is the API's alone: for the next message of its session, not for streams.
+    if (c.kind === 'memory') {
+      if (c.memory) store.handOn(c.turnId, c.memory);
+      return;
     }
     if (c.kind === 'event' || c.kind === 'poll') {
       if (!store.add(c)) return;
@@ -267,6 +272,7 @@ export function createLiveTextHub(opts: LiveTextHubOptions = {}): LiveTextHub {
       streamView: (turnId, afterId) => store.streamView(turnId, afterId),
       justEnded: (owner, sessionId, withinMs) => store.justEnded(owner, sessionId, withinMs),
       endOf: (turnId) => store.endOf(turnId),
+      memoryOf: (turnId) => store.memoryOf(turnId),
       expect(turnId, turn, position) {
         if (closed) return;
         store.expect(turnId, turn, position);

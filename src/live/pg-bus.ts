@@ -71,11 +71,14 @@ const encode = (chunks: readonly LiveChunk[]): string => JSON.stringify({ chunks
 /**
  * A chunk as pieces that each fit one payload: a delta too large is split into consecutive deltas (on
  * code points, offsets in UTF-16 units); an event too large becomes a `poll` hint (its id), never split
- * or lost, so every hub sees the hole and its streams read that event from Temporal.
+ * or lost, so every hub sees the hole and its streams read that event from Temporal; a memory too large
+ * is left out.
  */
 function fit(c: LiveChunk): LiveChunk[] {
   if (bytes(encode([c])) <= MAX_PAYLOAD_BYTES) return [c];
   if (c.kind === 'event' && c.event) return [{ turnId: c.turnId, step: c.step, attempt: c.attempt, kind: 'poll', offset: c.event.id, text: '' }];
+  // A memory handed on is a shortcut: without it the next turn reads the memory from Temporal.
+  if (c.kind === 'memory') return [];
   if (c.kind !== 'delta') return [c];
   const points = Array.from(c.text);
   const half = Math.ceil(points.length / 2);

@@ -16,11 +16,13 @@
  * pauses sending briefly instead of hammering an API that is down.
  */
 import { scrubSecrets } from '../security/secrets';
-import type { PushedTurn, TurnEvent } from '../shared/turn';
+import type { PushedTurn, TurnEvent, TurnMemory } from '../shared/turn';
 import { createSendQueue, type Pending } from './send-queue';
 import { httpLiveTransport, type LiveTransport } from './transport';
 import {
+  HandedMemorySchema,
   MAX_EVENT_CHARS,
+  MAX_MEMORY_CHARS,
   MAX_CHUNK_TEXT_CHARS,
   MAX_NOTICE_CHARS,
   MAX_TURN_ID_CHARS,
@@ -50,6 +52,11 @@ export interface LivePublisher {
    * (MAX_EVENT_CHARS of JSON) goes as a `poll` hint, so the API reads it from Temporal instead.
    */
   event(turnId: string, event: TurnEvent, turn: PushedTurn): void;
+  /**
+   * A turn of a chain ended and handed on `memory` (from the workflow's session sink): the API starts
+   * the next turn of the session with it. One too large to carry, or not a plain memory, is not sent.
+   */
+  memory(turnId: string, memory: TurnMemory): void;
   /** A tool call's attempt `attempt` (> 1) starts after an earlier one was lost or failed: `message` says so. */
   toolNotice(turnId: string, toolCallId: string, attempt: number, message: string): void;
   /** A tool call's server reported progress; only the latest report of a call waits in the queue. */
@@ -231,6 +238,17 @@ export function createLivePublisher(opts: LivePublisherOptions): LivePublisher {
       }
     },
 
+    memory(turnId, memory) {
+      try {
+        const parsed = HandedMemorySchema.safeParse(memory);
+        if (closed || !validIds(turnId, 1, 1) || !parsed.success) return;
+        const chars = JSON.stringify(parsed.data).length;
+        if (chars <= MAX_MEMORY_CHARS) enqueue({ turnId, step: 1, attempt: 1, kind: 'memory', offset: 0, text: '', memory: parsed.data }, `${turnId}:memory`, chars);
+      } catch {
+        // Never throws: see the module comment.
+      }
+    },
+
     toolNotice(turnId, toolCallId, attempt, message) {
       try {
         if (closed || !validIds(turnId, 1, attempt) || typeof toolCallId !== 'string' || toolCallId === '' || toolCallId.length > 200) return;
@@ -275,6 +293,7 @@ export function createNoopPublisher(): LivePublisher {
     notice() {},
     toolNotice() {},
     event() {},
+    memory() {},
     progress() {},
     async flush() {},
     async close() {},

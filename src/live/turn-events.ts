@@ -8,7 +8,7 @@
  * ends. The first copy of an id wins: a workflow task that failed after its sink ran is retried and
  * emits the same events again, possibly with slightly later `at` timestamps.
  */
-import type { PushedTurn, TurnEvent, TurnState, TurnStatus } from '../shared/turn';
+import type { PushedTurn, TurnEvent, TurnMemory, TurnState, TurnStatus } from '../shared/turn';
 import type { LiveChunk } from './chunk';
 
 export interface TurnEventsRead {
@@ -50,6 +50,10 @@ export interface TurnEventStore {
    * over then, though its workflow may close a moment later.
    */
   endOf(turnId: string): TurnEnding | undefined;
+  /** Keeps the memory a turn held here handed on as it ended (a `memory` chunk); false when the turn is not held. */
+  handOn(turnId: string, memory: TurnMemory): boolean;
+  /** The memory the turn handed on, once it did: the next turn of its session starts with it. */
+  memoryOf(turnId: string): TurnMemory | undefined;
   /** Turns held. */
   size(): number;
   /** Drops expired turns now (the hub's sweeper calls it). */
@@ -83,6 +87,8 @@ interface Held {
   endedAt?: number;
   /** What the final event said. */
   end?: TurnEnding;
+  /** The memory it handed on. */
+  memory?: TurnMemory;
   touchedAt: number;
 }
 
@@ -231,6 +237,18 @@ export function createTurnEventStore(opts: TurnEventStoreOptions): TurnEventStor
     },
 
     endOf: (turnId) => live(turnId)?.end,
+
+    handOn(turnId, memory) {
+      const h = live(turnId);
+      if (!h) return false;
+      const size = JSON.stringify(memory).length - (h.memory ? JSON.stringify(h.memory).length : 0);
+      h.memory = memory;
+      h.chars += size;
+      chars += size;
+      return true;
+    },
+
+    memoryOf: (turnId) => live(turnId)?.memory,
 
     size: () => turns.size,
 

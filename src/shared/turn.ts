@@ -370,6 +370,12 @@ export interface ChainInput {
    * there (decision 0041) holds the chain's memory when the turns before hold none.
    */
   legacySession?: string;
+  /**
+   * The memory the nearest turn before (`after[0]`) handed on when it ended, as the API heard it with
+   * that turn's end (the worker's live push): the turn then reads nothing of the turns before.
+   * Absent when the API did not hear it; the turn reads it from Temporal then.
+   */
+  handedOn?: { turnId: string; memory: TurnMemory };
   /** How long a turn waits for the running turn before it without word before it looks again (then twice as long). Default 60 s. */
   checkMs?: number;
   /** The pause before a missing turn before is looked for again (three looks: 1×, 5×, 15× this, then it is passed over). Default 1 s. */

@@ -4,7 +4,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
-import type { PredecessorEnded } from '../shared/session';
+import type { PredecessorEnded, TurnMemory } from '../shared/session';
 import type { ApprovalInput, ApprovalResult, ElicitationAnswer, InputAsked, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
@@ -61,6 +61,12 @@ export interface SessionSinks extends Sinks {
      * follower `predecessorEnded` at once. A lost signal costs the follower a wait until its next check.
      */
     predecessorEnded(followerId: string, ended: PredecessorEnded): void;
+    /**
+     * A turn of the chain ended with `memory` (the memory after it, or the one it began with when it
+     * failed or was cancelled): the worker pushes it to the API beside the turn's events, so the next
+     * message of the session starts its turn with it (ChainInput.handedOn). Best effort.
+     */
+    handedOn(turnId: string, memory: TurnMemory): void;
   };
 }
 

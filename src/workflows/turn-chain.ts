@@ -75,12 +75,15 @@ export function turnChain(chain: ChainInput, deps: ChainDeps) {
 
   /** Its memory, once every earlier turn of the session has ended. */
   async function go(): Promise<ChainGo> {
+    // The turn before handed its memory on through the API: nothing to read, nothing to wait for.
+    const handed = chain.handedOn && chain.handedOn.turnId === chain.after[0] ? chain.handedOn.memory : undefined;
     const skip: string[] = [];
-    const first = ask(skip);
+    const first = handed ? undefined : ask(skip);
     // Both local activities of the first workflow task: no round trip of its own for the memory.
     const listed = deps.listToolRefs();
     listed.catch(() => undefined);
-    let seen = await first;
+    if (handed) return { memory: handed, history: historyOf(handed, chain.history), catalog: listed };
+    let seen = await (first as Promise<PredecessorSeen>);
     let waited = false;
     let misses = 0;
     let checkMs = chain.checkMs ?? FIRST_CHECK_MS;
@@ -132,10 +135,21 @@ export function turnChain(chain: ChainInput, deps: ChainDeps) {
     retry: { maximumAttempts: 3, initialInterval: '1 second', maximumInterval: '10 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE.llm] },
   });
 
-  /** The memory after a completed exchange, its oldest part summarized when it outgrew the threshold. */
-  async function after(before: TurnMemory, request: string, answer: string): Promise<TurnMemory> {
+  /**
+   * The memory after a completed exchange, its oldest part summarized when it outgrew the threshold
+   * (`settle`). Call it before the stream's `done` goes out: a memory that needs no summary is handed
+   * on to the API at once, so the API has it when it hears the turn's end.
+   */
+  function after(before: TurnMemory, request: string, answer: string): { settle(): Promise<TurnMemory> } {
     const { memory, fold } = memoryAfter(before, request, answer, chain.history);
-    if (fold.length === 0) return memory;
+    if (fold.length === 0) {
+      handOn(memory);
+      return { settle: () => Promise.resolve(memory) };
+    }
+    return { settle: () => summarize(memory, fold) };
+  }
+
+  async function summarize(memory: TurnMemory, fold: ChatMessage[]): Promise<TurnMemory> {
     try {
       const result = await summarizer.summarizeConversation.executeWithOptions(
         { summary: `summarize ${fold.length} older messages` },
@@ -148,10 +162,22 @@ export function turnChain(chain: ChainInput, deps: ChainDeps) {
     }
   }
 
-  /** The turn ended (however it did): its follower, if one waits, hears it now, with `memory` if any. */
+  /** To the API, once: the next message of the session starts its turn with it (ChainInput.handedOn). A sink: no history. */
+  let handed = false;
+  function handOn(memory: TurnMemory): void {
+    if (handed) return;
+    handed = true;
+    session.handedOn(deps.turnId, memory);
+  }
+
+  /**
+   * The turn ended (however it did): its follower, if one waits, hears it now, with `memory` if any,
+   * and so does the API (`handOn`).
+   */
   function ended(memory: TurnMemory | undefined): void {
     word = { turnId: deps.turnId, ...(memory ? { memory } : {}) };
     if (follower) session.predecessorEnded(follower, word);
+    if (memory) handOn(memory);
   }
 
   return { go, after, ended };

@@ -101,12 +101,13 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
 
   /** The answer is given: the stream is done; a chain's turn then works out the memory after it. */
   async function completed(text: string, answeredBy?: AnsweredBy): Promise<TurnResult> {
+    // Before the stream's done: a memory known at once reaches the API ahead of the turn's end.
+    const next = chain && begunWith ? chain.after(begunWith, input.userText, text) : undefined;
     record.complete(text, answeredBy);
     finished('completed');
-    if (!chain || !begunWith) return state;
-    const before = begunWith;
+    if (!chain || !next) return state;
     // The user has the answer already: a cancellation now must not lose the conversation's memory.
-    const memory = await CancellationScope.nonCancellable(() => chain.after(before, input.userText, text));
+    const memory = await CancellationScope.nonCancellable(() => next.settle());
     chain.ended(memory);
     return { ...state, memory };
   }

@@ -152,6 +152,22 @@ test('text alone waits for the request interval; a step\'s end or a durable even
   unsubscribe();
 });
 
+test('a memory handed on reaches the hub beside the turn\'s events, for the API alone; one too large or not a plain memory is not sent', async () => {
+  const turn = 'session-1:turn-memory';
+  const p = publisher();
+  const memory = { messages: [{ role: 'user' as const, content: 'hi' }, { role: 'assistant' as const, content: 'hello' }] };
+  p.memory(turn, { messages: [{ role: 'user', content: 'x'.repeat(70 * 1024) }] });
+  p.memory(turn, { messages: [{ role: 'system', content: 'not a memory' }] });
+  p.event(turn, { id: 1, type: 'status', at: new Date().toISOString(), data: {} }, { sessionId: 'session-1' });
+  p.memory(turn, memory);
+  p.event(turn, { id: 2, type: 'done', at: new Date().toISOString(), data: {} }, { sessionId: 'session-1' });
+  await p.flush();
+  expect(hub.events.endOf(turn)).toBe('completed');
+  expect(hub.events.memoryOf(turn)).toEqual(memory);
+  expect(p.stats()).toMatchObject({ sent: 3, dropped: 0 });
+  expect(answered.every((code) => code === 204)).toBe(true);
+});
+
 test('flush sends waiting text now, and pushes share one kept-alive connection', async () => {
   let connections = 0;
   const count = () => connections++;

@@ -52,7 +52,7 @@ test('a session remembers earlier turns and GET /messages returns the conversati
   const first = await postMessage(sys.apiUrl, 'memory', 'say alpha');
   expect(first.status).toBe(202);
   await settled('memory', 2);
-  await postMessage(sys.apiUrl, 'memory', 'say beta');
+  const beta = await postMessage(sys.apiUrl, 'memory', 'say beta');
   const s = await settled('memory', 4);
   expect(s.messages.map((m: { role: string; content: string }) => `${m.role}: ${m.content}`)).toEqual([
     'user: say alpha',
@@ -64,6 +64,11 @@ test('a session remembers earlier turns and GET /messages returns the conversati
   // The second turn's LLM request carried the first exchange before the new message.
   const second = userMessagesSent().find((m) => m.at(-1)?.content === 'say beta');
   expect(second?.map((m) => `${m.role}: ${m.content}`).slice(-3)).toEqual(['user: say alpha', 'assistant: you said alpha', 'user: say beta']);
+  // That memory came with the first turn's end, pushed by the worker to the API, which started the
+  // second turn with it: the second turn read nothing of the first (its only local activity is the catalog's).
+  const { events } = await sys.client.workflow.getHandle(beta.body.turnId as string).fetchHistory();
+  const markers = (events ?? []).flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
+  expect(markers).toHaveLength(1);
 }, 60_000);
 
 test('messages sent while a turn runs are queued and run in order; a full queue answers 409; a queued turn can be cancelled', async () => {

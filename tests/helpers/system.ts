@@ -318,6 +318,9 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
       settings: () => settings,
       catalogCacheMs: 0,
       catalogTimeoutMs: 10_000,
+      // As main.ts: a turn whose end (and memory) the workers pushed here is not read from Temporal again.
+      endSeen: (turnId) => liveHub.events.endOf(turnId),
+      handedOn: (turnId) => liveHub.events.memoryOf(turnId),
     });
     const app = await buildApp({
       policy: () => policy,

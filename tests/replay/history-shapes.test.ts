@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import type { LlmRequest, LlmResponse } from '../../src/shared/turn';
+import type { LlmRequest, LlmResponse, TurnInput } from '../../src/shared/turn';
 import { patchIds, spanOf, toolSpans } from '../helpers/tool-spans';
 
 /**
@@ -65,4 +65,17 @@ test("a turn of a role with its own model (decision 0042): every LLM step asked 
     ['anthropic', 'demo-model'],
     ['anthropic', 'demo-model'],
   ]);
+});
+
+test('a turn started with the memory the turn before handed on (decision 0033): no read of the turns before, and the model got that memory', () => {
+  const events = history('turn-chain-handed-on').events ?? [];
+  const first = <T>(payloads: { payloads?: unknown[] | null } | null | undefined): T =>
+    defaultPayloadConverter.fromPayload((payloads?.payloads ?? [])[0] as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+  const input = first<TurnInput>(events[0]?.workflowExecutionStartedEventAttributes?.input);
+  expect(input.chain?.handedOn?.turnId).toBe(input.chain?.after[0]);
+  // One local activity in the whole turn: the catalog's, none for the memory.
+  expect(events.filter((e) => e.markerRecordedEventAttributes)).toHaveLength(1);
+  const llm = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callLlm');
+  const request = first<LlmRequest>(llm?.activityTaskScheduledEventAttributes?.input);
+  expect(request.messages.filter((m) => m.role !== 'system')).toEqual([...(input.chain?.handedOn?.memory.messages ?? []), { role: 'user', content: input.userText }]);
 });

@@ -96,6 +96,16 @@ export async function captureSession(): Promise<void> {
     const last = await postMessage(sys.apiUrl, sessionId, `say seven: ${'a longer message, so the summary threshold is passed. '.repeat(2)}`);
     await sys.client.workflow.getHandle(last.body.turnId).result();
     await save(sys, 'turn-chain-summarized', last.body.turnId);
+    // A new session of two short turns: the first needs no summary, so it hands its memory on ahead of
+    // its stream's end; the API has it when the second comes, and starts that turn with it (no read).
+    const eight = await postMessage(sys.apiUrl, 'replay-handed-on', 'say eight');
+    await wait(eight.body.turnId);
+    const nine = await postMessage(sys.apiUrl, 'replay-handed-on', 'say nine');
+    await sys.client.workflow.getHandle(nine.body.turnId).result();
+    const { events } = await sys.client.workflow.getHandle(nine.body.turnId).fetchHistory();
+    const started = events?.[0]?.workflowExecutionStartedEventAttributes;
+    if (!started || (events ?? []).filter((e) => e.markerRecordedEventAttributes).length !== 1) throw new Error('the turn after a short one read the turn before');
+    await save(sys, 'turn-chain-handed-on', nine.body.turnId);
   } finally {
     await sys.stop();
   }

@@ -1,19 +1,22 @@
 import type { Client } from '@temporalio/client';
 import { createTemporalGateway } from '../../src/api/gateway';
 import { type LinkEnd, memorySessionIndex } from '../../src/api/sessions/index-store';
-import type { SessionSettings } from '../../src/shared/session';
-import type { TurnOptions } from '../../src/shared/turn';
+import type { ChainInput, SessionSettings } from '../../src/shared/session';
+import type { TurnMemory, TurnOptions } from '../../src/shared/turn';
 
 const user = { id: 'ada', role: 'teacher', tenant: 'demo', scopes: [] };
 const owner = { id: user.id, tenant: user.tenant };
 const sessionSettings: SessionSettings = { history: { maxTokenCount: 800, summarizationThreshold: 600, retainNewestMessages: 2 }, maxQueuedTurns: 4, transcriptLimit: 50, maxTurnsPerRun: 50 };
 
 /** A gateway over a Temporal that counts describes (every turn in it still runs) and records starts. */
-async function setup(endSeen?: (turnId: string) => LinkEnd | undefined, opts: { links?: string[]; maxQueuedTurns?: number; modelByRole?: Record<string, string> } = {}) {
+async function setup(
+  endSeen?: (turnId: string) => LinkEnd | undefined,
+  opts: { links?: string[]; maxQueuedTurns?: number; modelByRole?: Record<string, string>; handedOn?: (turnId: string) => TurnMemory | undefined } = {},
+) {
   const index = memorySessionIndex();
   for (const id of opts.links ?? ['turn-s-a']) await index.append(owner, 's', id, new Date().toISOString(), 8);
   const described: string[] = [];
-  const started: Array<{ workflowId: string; args: Array<{ chain?: { after: string[] }; options?: TurnOptions }> }> = [];
+  const started: Array<{ workflowId: string; args: Array<{ chain?: ChainInput; options?: TurnOptions }> }> = [];
   const client = {
     workflow: {
       getHandle: (id: string) => ({
@@ -34,6 +37,7 @@ async function setup(endSeen?: (turnId: string) => LinkEnd | undefined, opts: { 
     catalogCacheMs: 0,
     sessions: index,
     ...(endSeen ? { endSeen } : {}),
+    ...(opts.handedOn ? { handedOn: opts.handedOn } : {}),
   });
   return { gateway, index, described, started };
 }
@@ -47,6 +51,19 @@ test('a message behind a turn whose end the API heard reads nothing of that turn
   expect((await index.links(owner, 's', 10)).map((l) => [l.turnId, l.ended])).toEqual([
     ['turn-s-a', 'completed'],
     ['turn-s-b', undefined],
+  ]);
+});
+
+test('the memory the nearest turn before handed on goes into the new turn\'s input; none heard, none given', async () => {
+  const memory: TurnMemory = { summary: 'they met', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] };
+  const heard = new Map([['turn-s-b', memory]]);
+  const { gateway, started } = await setup((turnId) => (turnId === 'turn-s-a' || heard.has(turnId) ? 'completed' : undefined), { handedOn: (turnId) => heard.get(turnId) });
+  // The first turn's memory was not heard: the new turn reads it from Temporal.
+  await gateway.submitMessage({ turnId: 'turn-s-b', sessionId: 's', text: 'hi', user });
+  await gateway.submitMessage({ turnId: 'turn-s-c', sessionId: 's', text: 'again', user });
+  expect(started.map((s) => [s.workflowId, s.args[0]?.chain?.after, s.args[0]?.chain?.handedOn])).toEqual([
+    ['turn-s-b', ['turn-s-a'], undefined],
+    ['turn-s-c', ['turn-s-b', 'turn-s-a'], { turnId: 'turn-s-b', memory }],
   ]);
 });
 

@@ -117,6 +117,26 @@ test("justEnded names the owner's latest turn of a session for a moment after it
   expect(hub.events.justEnded(owner, 's', 60_000)).toBeUndefined();
 });
 
+test('a memory chunk is kept for the next message of the session, never passed to streams; one for a turn not held is dropped', () => {
+  const { hub, seen } = setup();
+  const memory = { summary: 'they met', messages: [{ role: 'user' as const, content: 'hi' }, { role: 'assistant' as const, content: 'hello' }] };
+  const handed = (turnId: string): LiveChunk => LiveChunkSchema.parse({ turnId, step: 1, attempt: 1, kind: 'memory', offset: 0, text: '', memory });
+  hub.ingest([ev(1), handed(T), ev(2, 'done')]);
+  expect(hub.events.memoryOf(T)).toEqual(memory);
+  expect(hub.events.endOf(T)).toBe('completed');
+  expect(seen.map((c) => c.kind)).toEqual(['event', 'event']);
+  hub.ingest([handed('turn-s-unheard')]);
+  expect(hub.events.memoryOf('turn-s-unheard')).toBeUndefined();
+  // The wire schema: a memory chunk carries a plain memory, and only it carries one.
+  expect(LiveChunkSchema.safeParse({ ...handed(T), memory: { messages: [{ role: 'tool', content: 'x' }] } }).success).toBe(false);
+  expect(LiveChunkSchema.safeParse({ ...handed(T), memory: undefined }).success).toBe(false);
+  expect(LiveChunkSchema.safeParse({ ...ev(3), memory }).success).toBe(false);
+  // On the PostgreSQL bus a memory too large for one payload is left out, not split.
+  const big = { ...handed(T), memory: { messages: [{ role: 'user' as const, content: 'x'.repeat(MAX_PAYLOAD_BYTES) }] } };
+  expect(toPayloads([ev(4), big]).map((p) => (JSON.parse(p) as { chunks: LiveChunk[] }).chunks.map((c) => c.kind))).toEqual([['event']]);
+  expect(toPayloads([handed(T)]).length).toBe(1);
+});
+
 test('endOf says how a held turn ended once its final event came, and nothing before', () => {
   const { hub } = setup();
   hub.events.expect(T, turn);

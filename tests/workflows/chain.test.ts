@@ -9,7 +9,7 @@ import { ownerKey } from '../../src/api/gateway';
 import { readLegacySession } from '../../src/legacy-sessions';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import type { ChainInput, HistoryOptions, SessionMemory } from '../../src/shared/session';
-import type { ChatMessage, TurnResult } from '../../src/shared/turn';
+import type { ChatMessage, TurnMemory, TurnResult } from '../../src/shared/turn';
 import { SESSION_MEMORY_WORKFLOW_TYPE, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import {
   deferred,
@@ -37,9 +37,10 @@ const NO_CHECK_MS = 600_000;
 let env: WorkflowEnv;
 let fakes: FakeActivities;
 let worker: RunningWorker;
+let handedOn: Map<string, TurnMemory[]>;
 beforeAll(async () => {
   env = await startWorkflowEnv();
-  ({ fakes, worker } = await startChainWorker(env));
+  ({ fakes, worker, handedOn } = await startChainWorker(env));
 }, 120_000);
 afterAll(async () => {
   await worker?.stop();
@@ -175,6 +176,38 @@ test('a failed turn hands on the memory it began with; a missing one is passed o
   expect(looks.at(-1)).toEqual({ after: [never, two, one], skip: [never] });
 });
 
+test('each ended turn hands on its memory once; a turn given it reads nothing of the turns before, one given another turn\'s reads as before', async () => {
+  const [one, two, three] = [newTurnId('h1'), newTurnId('h2'), newTurnId('h3')];
+  fakes.script(one, { callLlm: async () => say('first answer') });
+  fakes.script(two, { callLlm: async () => say('second answer') });
+  fakes.script(three, { callLlm: async () => say('third answer') });
+
+  await start(one, 'first question', chain([]));
+  const first = await result(one);
+  // Handed on with the turn's end, exactly what its result carries.
+  expect(handedOn.get(one)).toEqual([first.memory]);
+
+  const memory = first.memory as TurnMemory;
+  await start(two, 'second question', chain([one], { handedOn: { turnId: one, memory } }));
+  const second = await result(two);
+  expect(historySent(two)).toEqual([...exchange('first question', 'first answer'), { role: 'user', content: 'second question' }]);
+  expect(fakes.calls(two, 'predecessorMemory')).toHaveLength(0);
+  expect(handedOn.get(two)).toEqual([second.memory]);
+  // Nothing about the turn before in its history: no local activity but the catalog's.
+  const markers = (await env.client.workflow.getHandle(two).fetchHistory()).events?.filter((e) => e.markerRecordedEventAttributes) ?? [];
+  expect(markers).toHaveLength(1);
+
+  // A memory handed on by a turn that is not the nearest before is not taken: the turn reads as before.
+  await start(three, 'third question', chain([two, one], { handedOn: { turnId: one, memory } }));
+  await result(three);
+  expect(fakes.calls(three, 'predecessorMemory')).toHaveLength(1);
+  expect(historySent(three)).toEqual([
+    ...exchange('first question', 'first answer'),
+    ...exchange('second question', 'second answer'),
+    { role: 'user', content: 'third question' },
+  ]);
+});
+
 test('the memory is summarized once it outgrows the threshold', async () => {
   const [one, two, three] = [newTurnId('s1'), newTurnId('s2'), newTurnId('s3')];
   const small: HistoryOptions = { maxTokenCount: 8_000, summarizationThreshold: 40, retainNewestMessages: 2 };
@@ -196,6 +229,8 @@ test('the memory is summarized once it outgrows the threshold', async () => {
   const [asked] = fakes.calls(two, 'summarizeConversation');
   expect(asked).toMatchObject({ messages: exchange('older question', 'older answer') });
   expect(second.memory).toEqual({ summary: 'they asked an older question', messages: exchange('second question', long) });
+  // Handed on once summarized (after the stream's done), not before.
+  expect(handedOn.get(two)).toEqual([second.memory]);
 
   await start(three, 'third question', chain([two, one], { history: small }));
   await result(three);

@@ -16,7 +16,7 @@ import { createSessionLinkActivities, type SessionLink } from '../../src/activit
 import type { TemporalDevServer } from '../../src/cli/processes';
 import type { Policy } from '../../src/shared/policy';
 import type { Catalog, CatalogTool } from '../../src/shared/tool-types';
-import type { LlmResponse, TurnEvent, TurnInput, TurnOptions, TurnState } from '../../src/shared/turn';
+import type { LlmResponse, TurnEvent, TurnInput, TurnMemory, TurnOptions, TurnState } from '../../src/shared/turn';
 import type { UserContext } from '../../src/shared/user';
 import { connectClient, startTemporal } from '../helpers/system';
 import { quietLogger } from '../helpers/quiet-logger';
@@ -110,16 +110,22 @@ export async function startWorker(env: WorkflowEnv, activities: Activities, opti
  * A worker for turns of a chain (decision 0033): fakes over the real session link, and the worker's
  * sink that tells a waiting turn the one before it ended.
  */
-export async function startChainWorker(env: WorkflowEnv): Promise<{ fakes: FakeActivities; worker: RunningWorker }> {
+export async function startChainWorker(env: WorkflowEnv): Promise<{ fakes: FakeActivities; worker: RunningWorker; handedOn: Map<string, TurnMemory[]> }> {
   const fakes = new FakeActivities(createSessionLink(env.client));
+  /** The memories each turn handed on to the API (the worker pushes them; here they are recorded). */
+  const handedOn = new Map<string, TurnMemory[]>();
   const worker = await startWorker(env, fakes.activities, {
     sinks: {
       ...tracingWorkerOptions().sinks,
       ...NOOP_METRICS_SINKS,
-      ...sessionSinks(createSessionLink(env.client), (_id, turnId, err) => console.error(`telling the follower of ${turnId} failed: ${String(err)}`)),
+      ...sessionSinks(
+        createSessionLink(env.client),
+        (_id, turnId, err) => console.error(`telling the follower of ${turnId} failed: ${String(err)}`),
+        (turnId, memory) => handedOn.set(turnId, [...(handedOn.get(turnId) ?? []), memory]),
+      ),
     },
   });
-  return { fakes, worker };
+  return { fakes, worker, handedOn };
 }
 
 type Name = keyof Activities;

@@ -12,7 +12,7 @@ import type { TurnSettings } from '../../config';
 import { readLegacySession } from '../../legacy-sessions';
 import { sealToken } from '../../security/seal';
 import { sessionWorkflowId } from '../../shared/ids';
-import { CHAIN_DEPTH, type SessionView, type TranscriptMessage } from '../../shared/session';
+import { CHAIN_DEPTH, type SessionView, type TranscriptMessage, type TurnMemory } from '../../shared/session';
 import type { DirectToolCall, TurnInput, TurnState } from '../../shared/turn';
 import type { UserContext } from '../../shared/user';
 import { SessionIdKey, TenantIdKey, TURN_WORKFLOW_TYPE, UserIdKey } from '../../workflows/definitions';
@@ -31,6 +31,8 @@ export interface ChainOptions {
   legacyWorkflowId(owner: Owner, sessionId: string): string;
   /** How a turn ended, when the API already heard it (the final event the live hub holds): no describe then. */
   endSeen?(turnId: string): LinkEnd | undefined;
+  /** The memory a turn handed on as it ended, when the API heard it (the live hub): the next turn starts with it, reading nothing. */
+  handedOn?(turnId: string): TurnMemory | undefined;
 }
 
 export type ChainSubmitOutcome = { kind: 'accepted'; created: boolean; position: number; waitingOn: string[] } | { kind: 'busy' } | { kind: 'deleted' };
@@ -98,6 +100,8 @@ export function createChain(opts: ChainOptions) {
     }
     const { link, created, before } = appended;
     const waitingOn = repeat ? await unended(owner, sessionId, before.slice(0, sessionSettings.maxQueuedTurns + 1)) : waiting.filter((id) => before.some((l) => l.turnId === id));
+    const nearest = before[0]?.turnId;
+    const handed = nearest === undefined ? undefined : opts.handedOn?.(nearest);
     const input: TurnInput = {
       turnId,
       sessionId,
@@ -111,6 +115,7 @@ export function createChain(opts: ChainOptions) {
       chain: {
         after: before.map((l) => l.turnId),
         history: sessionSettings.history,
+        ...(nearest !== undefined && handed ? { handedOn: { turnId: nearest, memory: handed } } : {}),
         // Reaching back to the session's first link: it may have begun in a session workflow.
         ...(before.length === link.seq ? { legacySession: opts.legacyWorkflowId(owner, sessionId) } : {}),
       },

@@ -8,7 +8,7 @@ import type { TurnSettings } from '../../config';
 import { Failure, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
-import type { SessionView } from '../../shared/session';
+import type { SessionView, TurnMemory } from '../../shared/session';
 import type { LinkEnd, SessionEntry, SessionIndex } from '../sessions/index-store';
 import { rebuiltSessionIndex } from './session-index';
 import { createCatalogReader } from './catalog';
@@ -107,6 +107,8 @@ export interface GatewayOptions {
   sessions?: SessionIndex;
   /** How a turn ended, when this API heard its final event (the live hub): a submission behind it then reads nothing of it from Temporal. */
   endSeen?(turnId: string): LinkEnd | undefined;
+  /** The memory a turn handed on as it ended, when this API heard it: the next turn of its session starts with it. */
+  handedOn?(turnId: string): TurnMemory | undefined;
 }
 
 const summaryOf = (s: SessionEntry): SessionSummary => ({
@@ -177,6 +179,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     getTurn: (...args) => gateway.getTurn(...args),
     legacyWorkflowId: legacySessionWorkflowId(ownerKey),
     ...(opts.endSeen ? { endSeen: opts.endSeen } : {}),
+    ...(opts.handedOn ? { handedOn: opts.handedOn } : {}),
   });
 
   const gateway: TurnGateway & { reads(): TurnReads } = {
