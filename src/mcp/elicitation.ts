@@ -19,7 +19,7 @@
  * re-issues the call with it.
  */
 import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { NO_CONTENT_SCHEMA, type ElicitationAnswer, type InputAsked } from '../shared/turn';
+import { NO_CONTENT_SCHEMA, sameQuestion, type ElicitationAnswer, type InputAsked } from '../shared/turn';
 import type { ElicitationRequest } from './server-requests';
 import type { CallElicitation } from './user-token';
 
@@ -93,10 +93,6 @@ function withDefaults(schema: { properties?: Record<string, unknown> }, content:
     if (filled[name] === undefined && fallback !== undefined) filled[name] = fallback as FormContent[string];
   }
   return filled;
-}
-
-function sameQuestion(answer: ElicitationAnswer, question: InputAsked): boolean {
-  return answer.message === question.message && (answer.mode ?? 'form') === (question.mode ?? 'form') && answer.url === question.url;
 }
 
 /**

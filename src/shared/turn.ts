@@ -138,6 +138,11 @@ export interface ElicitationAnswer {
   content?: Record<string, string | number | boolean | string[]>;
 }
 
+/** Whether two questions are the same (a re-issued call's answers are matched by message, mode and url). */
+export function sameQuestion(a: Pick<ElicitationAnswer, 'message' | 'mode' | 'url'>, b: Pick<ElicitationAnswer, 'message' | 'mode' | 'url'>): boolean {
+  return a.message === b.message && (a.mode ?? 'form') === (b.mode ?? 'form') && a.url === b.url;
+}
+
 /** The schema of a question answered without content (`url` and `sampling` modes). */
 export const NO_CONTENT_SCHEMA: Record<string, unknown> = { type: 'object', properties: {} };
 

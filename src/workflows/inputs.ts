@@ -5,7 +5,7 @@ import type { TurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import type { Policy } from '../shared/policy';
-import { INPUT_WAIT_MS, type ElicitationAnswer, type InputAsked, type InputMode } from '../shared/turn';
+import { INPUT_WAIT_MS, sameQuestion, type ElicitationAnswer, type InputAsked, type InputMode } from '../shared/turn';
 import type { UserContext } from '../shared/user';
 import { inputAnswerQuery, inputAskedSignal, inputTakenUpdate, provideInputUpdate } from './definitions';
 
@@ -40,7 +40,6 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
   const settling = new Map<string, Promise<ElicitationAnswer>>();
 
   const questionOf = (asked: InputAsked): Question => ({ message: asked.message, ...(asked.mode ? { mode: asked.mode } : {}), ...(asked.url !== undefined ? { url: asked.url } : {}) });
-  const same = (a: Question, b: Question) => a.message === b.message && (a.mode ?? 'form') === (b.mode ?? 'form') && a.url === b.url;
 
   /** Audits and shows the question; a server the policy does not let ask gets `decline` at once. */
   async function open(p: Call, step: number, asked: InputAsked): Promise<ElicitationAnswer | undefined> {
@@ -104,7 +103,7 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
     const call = running.get(toolCallId);
     if (!call) return;
     const entry = waiting.get(toolCallId);
-    if (entry && same(entry, questionOf(asked))) return;
+    if (entry && sameQuestion(entry, questionOf(asked))) return;
     // The call's question before was answered and the server asks the next one: keep that answer.
     if (entry?.answer) heldAnswers.set(toolCallId, [...(heldAnswers.get(toolCallId) ?? []), entry.answer]);
     waiting.delete(toolCallId);
@@ -160,7 +159,7 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
     async ask(p: Call, step: number, asked: InputAsked): Promise<ElicitationAnswer> {
       const held = waiting.get(p.call.id);
       // Asked already while the call held it (then its hold ran out): the same question, shown once.
-      if (!held || !same(held, questionOf(asked))) {
+      if (!held || !sameQuestion(held, questionOf(asked))) {
         waiting.delete(p.call.id);
         const refused = await open(p, step, asked);
         if (refused) return refused;
