@@ -14,6 +14,7 @@ import { MemoryOAuthStore } from '../../src/mcp/oauth';
 import { parseMcpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import { headlessAuthorizer } from '../helpers/oauth';
+import { sampleArguments } from './sample-arguments';
 
 /** The scenarios' authorization servers accept any redirect URI; nothing listens here. */
 const REDIRECT_URL = 'http://localhost:3000/callback';
@@ -97,17 +98,6 @@ function argumentsFor(scenario: string, tool: CatalogTool, tools: CatalogTool[])
     return { schema: tools.find((t) => t.tool === 'json_schema_2020_12_tool')?.inputSchema ?? {} };
   }
   return sampleArguments(tool.inputSchema as never);
-}
-
-/** Arguments that satisfy a tool's input schema well enough for a test server. */
-function sampleArguments(schema: { properties?: Record<string, { type?: string }> } | undefined): Record<string, unknown> {
-  const args: Record<string, unknown> = {};
-  let n = 1;
-  for (const [name, prop] of Object.entries(schema?.properties ?? {})) {
-    const type = prop.type ?? 'string';
-    args[name] = type === 'number' || type === 'integer' ? n++ : type === 'boolean' ? true : type === 'object' ? {} : type === 'array' ? [] : 'test';
-  }
-  return args;
 }
 
 async function main(): Promise<void> {

@@ -11,6 +11,7 @@
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { sseEvents } from '../../src/shared/sse';
+import { sampleArguments } from './sample-arguments';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -26,17 +27,6 @@ type Schema = { properties?: Record<string, { type?: string; default?: unknown }
 /** What a user sends who accepts the form as shown: every field that has a default, with it. */
 function formDefaults(schema: Schema | undefined): Record<string, unknown> {
   return Object.fromEntries(Object.entries(schema?.properties ?? {}).flatMap(([name, p]) => (p.default === undefined ? [] : [[name, p.default]])));
-}
-
-/** What the model would send: enough to satisfy a test server's input schema. */
-function sampleArguments(schema: Schema | undefined): Record<string, unknown> {
-  let n = 1;
-  return Object.fromEntries(
-    Object.entries(schema?.properties ?? {}).map(([name, p]) => {
-      const type = p.type ?? 'string';
-      return [name, type === 'number' || type === 'integer' ? n++ : type === 'boolean' ? true : type === 'object' ? {} : type === 'array' ? [] : 'test'];
-    }),
-  );
 }
 
 /** The scenario's server as the one conformance entry of the worker's MCP config (the file is replaced whole). */
