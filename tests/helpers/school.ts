@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { spawnManaged, type ManagedProcess } from '../../src/cli/processes';
 import { readStore } from '../../examples/servers/school/store';
+import { getJson, readSse } from './http';
 import { DIST, EXAMPLE_RULES, ROOT, startSystem, type SystemOptions, type TestSystem } from './system';
 
 export const SCHOOL = (name: string) => path.join(DIST, 'examples/servers/school', `${name}-server.js`);
@@ -29,6 +30,15 @@ export interface SchoolOptions extends Omit<SystemOptions, 'servers'> {
   toolDelays?: string;
   /** Leave the payments server off (outage from the start). */
   paymentsDown?: boolean;
+  /**
+   * The revision the payments server speaks: 2025-11-25 on the v1 SDK, or 2026-07-28 on the v2 server
+   * package (`--protocol 2026-07-28`, which refuses 2025 requests); the host's entry is pinned to it.
+   * Unset: the server's default (2025-11-25) and the entry at `auto`. (Pinned rather than `auto`: with
+   * this entry's 2 s connect deadline the `server/discover` probe gets 666 ms, and a probe that misses
+   * it, as a cold server on a busy machine can, falls back to `initialize`, which the 2026 server
+   * refuses: correct, but a test could then not tell that no 2025 request reached it.)
+   */
+  paymentsProtocol?: '2025-11-25' | '2026-07-28';
 }
 
 export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<SchoolSystem> {
@@ -40,7 +50,7 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
     const { proc, match } = await spawnManaged(
       'payments',
       process.execPath,
-      [SCHOOL('payments'), '--http', '--port', String(paymentsPort), '--data', dataFile],
+      [SCHOOL('payments'), '--http', '--port', String(paymentsPort), '--data', dataFile, ...(opts.paymentsProtocol ? ['--protocol', opts.paymentsProtocol] : [])],
       { env: { ...process.env, ...env }, readyLine: /^PAYMENTS_SERVER_URL=http:\/\/127\.0\.0\.1:(\d+)\/mcp/ },
     );
     payments = proc;
@@ -60,7 +70,12 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
       const stdio = (name: string) => ({ command: process.execPath, args: [SCHOOL(name), '--stdio', '--data', dataFile], env, honoursIdempotencyKey: true });
       return {
         admin: stdio('admin'),
-        payments: { url: `http://127.0.0.1:${paymentsPort}/mcp`, timeouts: { connectMs: 2_000 }, honoursIdempotencyKey: true },
+        payments: {
+          url: `http://127.0.0.1:${paymentsPort}/mcp`,
+          timeouts: { connectMs: 2_000 },
+          honoursIdempotencyKey: true,
+          ...(opts.paymentsProtocol ? { protocol: opts.paymentsProtocol } : {}),
+        },
         comms: stdio('comms'),
         student: stdio('student'),
         teacher: stdio('teacher'),
@@ -79,4 +94,24 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
       return readStore(dataFile);
     },
   };
+}
+
+/**
+ * Waits for the turn to end, then checks seed pattern 3's promise: the turn completed, the invoice is
+ * paid by its one transaction, and one receipt went out. Returns the turn's state.
+ */
+export async function expectPaidOnce(sys: SchoolSystem, invoiceId: string, turnId: string): Promise<{ toolCalls: Array<{ name: string; state: string; step: number }> }> {
+  const events = await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { timeoutMs: 150_000 });
+  expect(events.at(-1)?.event).toBe('done');
+  const turn = await getJson(`${sys.apiUrl}/v1/turns/${turnId}`);
+  const store = sys.store();
+  const invoice = store.invoices.find((i) => i.id === invoiceId);
+  // A failure shows the answer and the calls' states, which say why (e.g. "I stopped because a step failed: …").
+  const calls = (turn.body.toolCalls as Array<{ name: string; state: string }> | undefined)?.map((c) => `${c.name}: ${c.state}`);
+  expect({ status: turn.body.status, invoice: invoice?.status, answer: turn.body.text, calls }).toEqual({ status: 'completed', invoice: 'paid', answer: expect.anything(), calls: expect.anything() });
+  const txs = store.transactions.filter((t) => t.invoiceId === invoiceId);
+  expect(txs).toHaveLength(1);
+  expect(invoice?.transactionId).toBe(txs[0]?.id);
+  expect(store.outbox.filter((m) => m.subject === `Payment receipt for invoice ${invoiceId}`)).toHaveLength(1);
+  return turn.body as { toolCalls: Array<{ name: string; state: string; step: number }> };
 }

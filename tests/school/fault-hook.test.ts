@@ -2,7 +2,7 @@
  * The SCHOOL_TOOL_DELAY_MS fault hook: a delayed tool reports progress while it waits, honours
  * cancellation (no effect, a log line), and is off by default.
  */
-import { parseDelays } from '../../examples/servers/school/common';
+import { parseDelays } from '../../examples/servers/school/core';
 import { readStore } from '../../examples/servers/school/store';
 import { bodyOf, buildSchoolServers, callTool, connectStdio, tempDir, waitFor, type Connected, type SchoolServerName } from './helpers';
 
