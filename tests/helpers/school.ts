@@ -66,7 +66,7 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
       await startPayments();
       onStop(async () => payments?.stop());
       if (opts.paymentsDown) await payments?.stop();
-      // Every school server dedupes tools/call on the host's idempotency key (effectTool in common.ts).
+      // Every school server dedupes tools/call on the host's idempotency key (effectTool in core.ts).
       const stdio = (name: string) => ({ command: process.execPath, args: [SCHOOL(name), '--stdio', '--data', dataFile], env, honoursIdempotencyKey: true });
       return {
         admin: stdio('admin'),

@@ -9,7 +9,7 @@
  * idempotentHint true where repeating the same arguments changes nothing more (enrol_student,
  * record_payment). openWorldHint is false everywhere: everything stays in the school store.
  * Exactly-once under retries does not rely on the hints: every side effect dedupes on the host's
- * idempotency key (see effectTool in common.ts).
+ * idempotency key (see effectTool in core.ts).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
