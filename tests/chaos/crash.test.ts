@@ -1,11 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { temporal } from '@temporalio/proto';
 import { startTemporalDevServer } from '../../src/cli/processes';
 import { bearer, getJson, postMessage, readSse, waitFor, waitForToolProgress, waitForTurnEvent } from '../helpers/http';
-import { expectPaidOnce, SCHOOL, startSchoolSystem, type SchoolSystem } from '../helpers/school';
+import { expectPaidOnce, newInvoiceForBob, startSchoolSystem, type SchoolSystem } from '../helpers/school';
 import { temporalCli } from '../helpers/system';
 
 /**
@@ -34,31 +32,13 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-/**
- * Bob's one unpaid invoice (the script pays "the" unpaid invoice): the seeded one first, later a fresh
- * one issued through a real admin server on the same store.
- */
-async function newInvoiceForBob(amount: number): Promise<string> {
-  const unpaid = sys.store().invoices.filter((i) => i.userId === 'u-bob' && i.status === 'unpaid');
-  if (unpaid.length > 1) throw new Error(`Bob has ${unpaid.length} unpaid invoices; the scenario needs exactly one`);
-  if (unpaid[0]) return unpaid[0].id;
-  const client = new Client({ name: 'chaos-test', version: '1' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [SCHOOL('admin'), '--stdio', '--data', sys.dataFile], stderr: 'ignore' }));
-  try {
-    const res = await client.callTool({ name: 'issue_invoice', arguments: { userId: 'u-bob', amount, description: `chaos ${amount}` } });
-    return (res.structuredContent as { invoice: { id: string } }).invoice.id;
-  } finally {
-    await client.close();
-  }
-}
-
 async function crashWorkerAnd(restart = true): Promise<void> {
   await worker().kill();
   if (restart) await sys.startWorker();
 }
 
 test('SIGKILL while the LLM call runs: a new worker finishes the turn, one charge', async () => {
-  const invoiceId = await newInvoiceForBob(101);
+  const invoiceId = await newInvoiceForBob(sys, 101);
   // Held far longer than it takes to see it and kill the worker, however busy the machine: the worker
   // dies while the request waits. (The next attempt, on the new worker, gets its answer at once.)
   sys.model.setFaults([{ delayMs: 30_000, times: 1 }]);
@@ -71,7 +51,7 @@ test('SIGKILL while the LLM call runs: a new worker finishes the turn, one charg
 });
 
 test('SIGKILL while process_payment runs: the retry reuses the idempotency key, one charge', async () => {
-  const invoiceId = await newInvoiceForBob(102);
+  const invoiceId = await newInvoiceForBob(sys, 102);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
   await waitForToolProgress(sys.apiUrl, post.body.turnId, 'payments__process_payment');
   await crashWorkerAnd();
@@ -79,7 +59,7 @@ test('SIGKILL while process_payment runs: the retry reuses the idempotency key, 
 });
 
 test('SIGKILL between tool calls: the turn resumes after the last recorded result', async () => {
-  const invoiceId = await newInvoiceForBob(103);
+  const invoiceId = await newInvoiceForBob(sys, 103);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
   await waitForTurnEvent(sys.apiUrl, post.body.turnId, (e) => e.event === 'tool_call_finished' && e.data.name === 'admin__get_invoice');
   await crashWorkerAnd();
@@ -88,7 +68,7 @@ test('SIGKILL between tool calls: the turn resumes after the last recorded resul
 });
 
 test('SIGKILL with no worker for a while: the turn waits durably and completes when one returns', async () => {
-  const invoiceId = await newInvoiceForBob(104);
+  const invoiceId = await newInvoiceForBob(sys, 104);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
   await waitForToolProgress(sys.apiUrl, post.body.turnId, 'payments__process_payment');
   await crashWorkerAnd(false);
@@ -108,7 +88,7 @@ test('SIGKILL with no worker for a while: the turn waits durably and completes w
 });
 
 test('restart of the Temporal dev server (same SQLite file) mid-turn: the turn completes', async () => {
-  const invoiceId = await newInvoiceForBob(105);
+  const invoiceId = await newInvoiceForBob(sys, 105);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
   await waitForTurnEvent(sys.apiUrl, post.body.turnId, (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment');
   const port = Number(sys.temporal.address.split(':')[1]);

@@ -1,5 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { DemoRules } from '../../src/demo-model/rules';
 import { spawnManaged, type ManagedProcess } from '../../src/cli/processes';
 import { readStore } from '../../examples/servers/school/store';
@@ -19,9 +21,9 @@ export const SCHOOL_HOST = {
 export interface SchoolSystem extends TestSystem {
   dataFile: string;
   payments: () => ManagedProcess;
-  /** Restarts the payments server on the same port (for outage tests). */
+  /** Restarts the payments server on the same port (for outage tests), with `extraEnv` added to its environment. */
   stopPayments(): Promise<void>;
-  startPayments(): Promise<void>;
+  startPayments(extraEnv?: Record<string, string>): Promise<void>;
   store(): ReturnType<typeof readStore>;
 }
 
@@ -46,12 +48,12 @@ export async function startSchoolSystem(opts: SchoolOptions = {}): Promise<Schoo
   let paymentsPort = 0;
   let dataFile = '';
   const env = opts.toolDelays ? { SCHOOL_TOOL_DELAY_MS: opts.toolDelays } : {};
-  const startPayments = async () => {
+  const startPayments = async (extraEnv: Record<string, string> = {}) => {
     const { proc, match } = await spawnManaged(
       'payments',
       process.execPath,
       [SCHOOL('payments'), '--http', '--port', String(paymentsPort), '--data', dataFile, ...(opts.paymentsProtocol ? ['--protocol', opts.paymentsProtocol] : [])],
-      { env: { ...process.env, ...env }, readyLine: /^PAYMENTS_SERVER_URL=http:\/\/127\.0\.0\.1:(\d+)\/mcp/ },
+      { env: { ...process.env, ...env, ...extraEnv }, readyLine: /^PAYMENTS_SERVER_URL=http:\/\/127\.0\.0\.1:(\d+)\/mcp/ },
     );
     payments = proc;
     paymentsPort = Number(match?.[1]);
@@ -114,4 +116,22 @@ export async function expectPaidOnce(sys: SchoolSystem, invoiceId: string, turnI
   expect(invoice?.transactionId).toBe(txs[0]?.id);
   expect(store.outbox.filter((m) => m.subject === `Payment receipt for invoice ${invoiceId}`)).toHaveLength(1);
   return turn.body as { toolCalls: Array<{ name: string; state: string; step: number }> };
+}
+
+/**
+ * Bob's one unpaid invoice (the demo script pays "the" unpaid invoice): the seeded one first, later a
+ * fresh one issued through a real admin server on the same store.
+ */
+export async function newInvoiceForBob(sys: SchoolSystem, amount: number): Promise<string> {
+  const unpaid = sys.store().invoices.filter((i) => i.userId === 'u-bob' && i.status === 'unpaid');
+  if (unpaid.length > 1) throw new Error(`Bob has ${unpaid.length} unpaid invoices; the scenario needs exactly one`);
+  if (unpaid[0]) return unpaid[0].id;
+  const client = new Client({ name: 'school-test', version: '1' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [SCHOOL('admin'), '--stdio', '--data', sys.dataFile], stderr: 'ignore' }));
+  try {
+    const res = await client.callTool({ name: 'issue_invoice', arguments: { userId: 'u-bob', amount, description: `test ${amount}` } });
+    return (res.structuredContent as { invoice: { id: string } }).invoice.id;
+  } finally {
+    await client.close();
+  }
 }

@@ -181,7 +181,8 @@ export function runServer(def: ServerDefinition): void {
     const serveModern = def.serveModern;
     if (opts.protocol === '2026-07-28' && !serveModern) throw new Error(`the ${def.name} server speaks MCP 2025-11-25 only`);
     const rt = createRuntime(def.name, opts.dataFile);
-    if (rt.delays.size > 0) log(`fault hook on: ${[...rt.delays].map(([t, ms]) => `${t}=${ms}ms`).join(', ')}`);
+    const hooks = [...[...rt.delays].map(([t, ms]) => `${t}=${ms}ms`), ...[...rt.holds].map(([t, ms]) => `${t}: result held ${ms}ms`)];
+    if (hooks.length > 0) log(`fault hook on: ${hooks.join(', ')}`);
     await rt.store.ensure();
     let stop: (() => Promise<void>) | undefined = undefined;
     let stopping = false;

@@ -164,6 +164,8 @@ export interface Runtime {
   store: SchoolStore;
   defaultTenant: string;
   delays: Map<string, number>;
+  /** SCHOOL_TOOL_HOLD_MS: how long a side-effecting tool holds its result after applying its effect. */
+  holds: Map<string, number>;
   env: NodeJS.ProcessEnv;
   log: (message: string) => void;
 }
@@ -172,7 +174,9 @@ export function createRuntime(server: ServerName, dataFile: string, env: NodeJS.
   const log = makeLogger(server);
   const defaultTenant = env.SCHOOL_DEFAULT_TENANT || 'demo';
   if (!TENANT_PATTERN.test(defaultTenant)) throw new Error('SCHOOL_DEFAULT_TENANT must be 1-64 letters, digits, "_", "." or "-"');
-  return { server, store: new SchoolStore(dataFile, log), defaultTenant, delays: parseDelays(env.SCHOOL_TOOL_DELAY_MS), env, log };
+  const delays = parseDelays(env.SCHOOL_TOOL_DELAY_MS);
+  const holds = parseDelays(env.SCHOOL_TOOL_HOLD_MS, 'SCHOOL_TOOL_HOLD_MS');
+  return { server, store: new SchoolStore(dataFile, log), defaultTenant, delays, holds, env, log };
 }
 
 // ------------------------------------------------------------------ fault hook
@@ -180,14 +184,17 @@ export function createRuntime(server: ServerName, dataFile: string, env: NodeJS.
 /**
  * SCHOOL_TOOL_DELAY_MS="process_payment=3000,send_bulk=500": those tools wait that long before doing
  * anything, sending notifications/progress every 200 ms (when the request has a progressToken) and
- * stopping early, with no effect, when the request is cancelled. Off unless set. For chaos tests.
+ * stopping early, with no effect, when the request is cancelled. SCHOOL_TOOL_HOLD_MS (same syntax):
+ * those side-effecting tools, after applying their effect (not when replaying or refusing), hold the
+ * result that long or until the request is cancelled, with progress: a test can lose the answer of an
+ * applied effect (a long hold lasts until the client is gone). Off unless set. For chaos tests.
  */
-export function parseDelays(spec: string | undefined): Map<string, number> {
+export function parseDelays(spec: string | undefined, variable = 'SCHOOL_TOOL_DELAY_MS'): Map<string, number> {
   const delays = new Map<string, number>();
   if (!spec || spec.trim() === '') return delays;
   for (const part of spec.split(',')) {
     const match = /^\s*([A-Za-z0-9_-]+)\s*=\s*(\d+)\s*$/.exec(part);
-    if (!match?.[1] || !match[2]) throw new Error(`SCHOOL_TOOL_DELAY_MS: "${part}" is not tool=milliseconds`);
+    if (!match?.[1] || !match[2]) throw new Error(`${variable}: "${part}" is not tool=milliseconds`);
     delays.set(match[1], Number(match[2]));
   }
   return delays;
@@ -198,12 +205,9 @@ const PROGRESS_EVERY_MS = 200;
 /** Resolves after `ms`, or at once when `signal` aborts. */
 const sleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => undefined);
 
-/** Waits the configured delay for `tool`, if any. Resolves false when the request was cancelled. */
-async function delayHook(rt: Runtime, tool: string, call: CallContext, what: string): Promise<boolean> {
-  const totalMs = rt.delays.get(tool);
-  if (totalMs === undefined || totalMs <= 0) return !call.signal.aborted;
+/** Waits `totalMs` with progress every 200 ms (when the request asked for it); returns the progress sent, early when cancelled. */
+async function waitWithProgress(tool: string, totalMs: number, call: CallContext): Promise<number> {
   const progressToken = call.meta?.progressToken;
-  rt.log(`${what}: fault hook delaying ${totalMs} ms before the effect`);
   const started = Date.now();
   let ticks = 0;
   while (!call.signal.aborted && Date.now() - started < totalMs) {
@@ -215,12 +219,30 @@ async function delayHook(rt: Runtime, tool: string, call: CallContext, what: str
       await call.progress({ progressToken, progress: elapsed, total: totalMs, message: `${tool}: waiting (${elapsed}/${totalMs} ms)` }).catch(() => undefined);
     }
   }
+  return ticks;
+}
+
+/** Waits the configured delay for `tool`, if any. Resolves false when the request was cancelled. */
+async function delayHook(rt: Runtime, tool: string, call: CallContext, what: string): Promise<boolean> {
+  const totalMs = rt.delays.get(tool);
+  if (totalMs === undefined || totalMs <= 0) return !call.signal.aborted;
+  rt.log(`${what}: fault hook delaying ${totalMs} ms before the effect`);
+  const ticks = await waitWithProgress(tool, totalMs, call);
   if (call.signal.aborted) {
     // Tests look for this line to prove the cancellation reached the server.
     rt.log(`${tool}: cancelled after ${ticks} progress notifications; no effect applied`);
     return false;
   }
   return true;
+}
+
+/** Holds the result of `tool`'s just-applied effect for the configured time, if any, or until the request is cancelled. */
+async function holdHook(rt: Runtime, tool: string, call: CallContext, what: string): Promise<void> {
+  const totalMs = rt.holds.get(tool);
+  if (totalMs === undefined || totalMs <= 0) return;
+  rt.log(`${what}: fault hook holding the result ${totalMs} ms`);
+  await waitWithProgress(tool, totalMs, call);
+  if (call.signal.aborted) rt.log(`${tool}: cancelled while its result was held; the effect stays applied`);
 }
 
 // ------------------------------------------------------------------ tools and resources
@@ -305,6 +327,7 @@ export function effectTool<Shape extends z.ZodRawShape>(
     });
     if (replayed) rt.log(`${what}: idempotency key seen before, returning the first result unchanged`);
     else rt.log(`${what}: ${result.isError ? `refused: ${result.content[0]?.text ?? ''}` : 'applied'}`);
+    if (!replayed && !result.isError) await holdHook(rt, name, call, what);
     return detached(result);
   });
 }
