@@ -1,11 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { temporal } from '@temporalio/proto';
 import { startTemporalDevServer } from '../../src/cli/processes';
-import { bearer, getJson, postMessage, readSse, waitFor, type SseEvent } from '../helpers/http';
-import { SCHOOL, startSchoolSystem, type SchoolSystem } from '../helpers/school';
+import { bearer, getJson, postMessage, readSse, waitFor, waitForToolProgress, waitForTurnEvent } from '../helpers/http';
+import { expectPaidOnce, newInvoiceForBob, startSchoolSystem, type SchoolSystem } from '../helpers/school';
 import { temporalCli } from '../helpers/system';
 
 /**
@@ -34,69 +32,13 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-/**
- * Bob's one unpaid invoice (the script pays "the" unpaid invoice): the seeded one first, later a fresh
- * one issued through a real admin server on the same store.
- */
-async function newInvoiceForBob(amount: number): Promise<string> {
-  const unpaid = sys.store().invoices.filter((i) => i.userId === 'u-bob' && i.status === 'unpaid');
-  if (unpaid.length > 1) throw new Error(`Bob has ${unpaid.length} unpaid invoices; the scenario needs exactly one`);
-  if (unpaid[0]) return unpaid[0].id;
-  const client = new Client({ name: 'chaos-test', version: '1' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [SCHOOL('admin'), '--stdio', '--data', sys.dataFile], stderr: 'ignore' }));
-  try {
-    const res = await client.callTool({ name: 'issue_invoice', arguments: { userId: 'u-bob', amount, description: `chaos ${amount}` } });
-    return (res.structuredContent as { invoice: { id: string } }).invoice.id;
-  } finally {
-    await client.close();
-  }
-}
-
-async function expectPaidOnce(invoiceId: string, turnId: string) {
-  const events = await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { timeoutMs: 150_000 });
-  expect(events.at(-1)?.event).toBe('done');
-  const turn = await getJson(`${sys.apiUrl}/v1/turns/${turnId}`);
-  const store = sys.store();
-  const invoice = store.invoices.find((i) => i.id === invoiceId);
-  // A failure shows the answer and the calls' states, which say why (e.g. "I stopped because a step failed: …").
-  const calls = (turn.body.toolCalls as Array<{ name: string; state: string }> | undefined)?.map((c) => `${c.name}: ${c.state}`);
-  expect({ status: turn.body.status, invoice: invoice?.status, answer: turn.body.text, calls }).toEqual({ status: 'completed', invoice: 'paid', answer: expect.anything(), calls: expect.anything() });
-  const txs = store.transactions.filter((t) => t.invoiceId === invoiceId);
-  expect(txs).toHaveLength(1);
-  expect(invoice?.transactionId).toBe(txs[0]?.id);
-  expect(store.outbox.filter((m) => m.subject === `Payment receipt for invoice ${invoiceId}`)).toHaveLength(1);
-  return turn.body as { toolCalls: Array<{ name: string; state: string }> };
-}
-
-/** Waits on the live stream until `predicate` sees an event, then returns. */
-async function waitForEvent(turnId: string, predicate: (e: SseEvent) => boolean, headers?: Record<string, string>): Promise<void> {
-  const events = await readSse(`${sys.apiUrl}/v1/turns/${turnId}/events`, { stopAfter: predicate, timeoutMs: 60_000, headers });
-  if (!events.some(predicate)) throw new Error(`turn ${turnId} ended without the awaited event: ${events.map((e) => e.event).join(',')}`);
-}
-
-/**
- * Waits until the server running the turn's call of `name` reports progress on it (the school
- * servers' delayed tools do, every 200 ms): the request is at the server and its answer not back yet.
- */
-async function waitForProgress(turnId: string, name: string, headers?: Record<string, string>): Promise<void> {
-  const calls = new Set<unknown>();
-  await waitForEvent(
-    turnId,
-    (e) => {
-      if (e.event === 'tool_call_started' && e.data.name === name) calls.add(e.data.toolCallId);
-      return e.event === 'tool_progress' && calls.has(e.data.toolCallId);
-    },
-    headers,
-  );
-}
-
 async function crashWorkerAnd(restart = true): Promise<void> {
   await worker().kill();
   if (restart) await sys.startWorker();
 }
 
 test('SIGKILL while the LLM call runs: a new worker finishes the turn, one charge', async () => {
-  const invoiceId = await newInvoiceForBob(101);
+  const invoiceId = await newInvoiceForBob(sys, 101);
   // Held far longer than it takes to see it and kill the worker, however busy the machine: the worker
   // dies while the request waits. (The next attempt, on the new worker, gets its answer at once.)
   sys.model.setFaults([{ delayMs: 30_000, times: 1 }]);
@@ -105,30 +47,30 @@ test('SIGKILL while the LLM call runs: a new worker finishes the turn, one charg
   // The first LLM request has reached the model and is being held there.
   await waitFor(async () => (sys.model.requests().length > before ? true : undefined), 60_000, 25);
   await crashWorkerAnd();
-  await expectPaidOnce(invoiceId, post.body.turnId);
+  await expectPaidOnce(sys, invoiceId, post.body.turnId);
 });
 
 test('SIGKILL while process_payment runs: the retry reuses the idempotency key, one charge', async () => {
-  const invoiceId = await newInvoiceForBob(102);
+  const invoiceId = await newInvoiceForBob(sys, 102);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
-  await waitForProgress(post.body.turnId, 'payments__process_payment');
+  await waitForToolProgress(sys.apiUrl, post.body.turnId, 'payments__process_payment');
   await crashWorkerAnd();
-  await expectPaidOnce(invoiceId, post.body.turnId);
+  await expectPaidOnce(sys, invoiceId, post.body.turnId);
 });
 
 test('SIGKILL between tool calls: the turn resumes after the last recorded result', async () => {
-  const invoiceId = await newInvoiceForBob(103);
+  const invoiceId = await newInvoiceForBob(sys, 103);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
-  await waitForEvent(post.body.turnId, (e) => e.event === 'tool_call_finished' && e.data.name === 'admin__get_invoice');
+  await waitForTurnEvent(sys.apiUrl, post.body.turnId, (e) => e.event === 'tool_call_finished' && e.data.name === 'admin__get_invoice');
   await crashWorkerAnd();
-  const turn = await expectPaidOnce(invoiceId, post.body.turnId);
+  const turn = await expectPaidOnce(sys, invoiceId, post.body.turnId);
   expect(turn.toolCalls.filter((c) => c.name === 'admin__get_invoice')).toHaveLength(1);
 });
 
 test('SIGKILL with no worker for a while: the turn waits durably and completes when one returns', async () => {
-  const invoiceId = await newInvoiceForBob(104);
+  const invoiceId = await newInvoiceForBob(sys, 104);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
-  await waitForProgress(post.body.turnId, 'payments__process_payment');
+  await waitForToolProgress(sys.apiUrl, post.body.turnId, 'payments__process_payment');
   await crashWorkerAnd(false);
   // The dead worker's attempt has timed out (no heartbeat) and the next one waits with no worker to take it.
   await waitFor(async () => {
@@ -142,24 +84,24 @@ test('SIGKILL with no worker for a while: the turn waits durably and completes w
   // With no worker the state query cannot be answered; the API says so rather than guessing.
   expect([200, 503]).toContain(waiting?.status);
   await sys.startWorker();
-  await expectPaidOnce(invoiceId, post.body.turnId);
+  await expectPaidOnce(sys, invoiceId, post.body.turnId);
 });
 
 test('restart of the Temporal dev server (same SQLite file) mid-turn: the turn completes', async () => {
-  const invoiceId = await newInvoiceForBob(105);
+  const invoiceId = await newInvoiceForBob(sys, 105);
   const post = await postMessage(sys.apiUrl, 'chaos', "Process payment for student Bob's invoice");
-  await waitForEvent(post.body.turnId, (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment');
+  await waitForTurnEvent(sys.apiUrl, post.body.turnId, (e) => e.event === 'tool_call_started' && e.data.name === 'payments__process_payment');
   const port = Number(sys.temporal.address.split(':')[1]);
   await sys.temporal.proc.stop();
   const restarted = await startTemporalDevServer({ cli: temporalCli(), dbFile: path.join(sys.dir, 'temporal.db'), port });
   sys.onStop(() => restarted.proc.stop());
-  await expectPaidOnce(invoiceId, post.body.turnId);
+  await expectPaidOnce(sys, invoiceId, post.body.turnId);
 });
 
 test('a stdio MCP server killed mid-call is respawned and the call retried: every student mailed once', async () => {
   const teacher = bearer(await sys.token('teacher'));
   const post = await postMessage(sys.apiUrl, 'chaos', 'Assign homework Chaos essay to English 101 due 2026-12-24', teacher);
-  await waitForProgress(post.body.turnId, 'comms__send_bulk', teacher);
+  await waitForToolProgress(sys.apiUrl, post.body.turnId, 'comms__send_bulk', teacher);
   const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(worker().pid)], { encoding: 'utf8' });
   const comms = children.split('\n').find((l) => l.includes('comms-server.js'));
   expect(comms).toBeDefined();

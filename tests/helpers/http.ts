@@ -76,6 +76,29 @@ export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 3
   }
 }
 
+/** Waits on a turn's live stream until `predicate` sees an event; fails if the turn ends without one. */
+export async function waitForTurnEvent(apiUrl: string, turnId: string, predicate: (e: SseEvent) => boolean, headers?: Record<string, string>): Promise<void> {
+  const events = await readSse(`${apiUrl}/v1/turns/${turnId}/events`, { stopAfter: predicate, timeoutMs: 60_000, ...(headers ? { headers } : {}) });
+  if (!events.some(predicate)) throw new Error(`turn ${turnId} ended without the awaited event: ${events.map((e) => e.event).join(',')}`);
+}
+
+/**
+ * Waits until the server running the turn's call of `name` reports progress on it (the school
+ * servers' delayed tools do, every 200 ms): the request is at the server and its answer not back yet.
+ */
+export async function waitForToolProgress(apiUrl: string, turnId: string, name: string, headers?: Record<string, string>): Promise<void> {
+  const calls = new Set<unknown>();
+  await waitForTurnEvent(
+    apiUrl,
+    turnId,
+    (e) => {
+      if (e.event === 'tool_call_started' && e.data.name === name) calls.add(e.data.toolCallId);
+      return e.event === 'tool_progress' && calls.has(e.data.toolCallId);
+    },
+    headers,
+  );
+}
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...defaultHeaders, ...headers }, body: JSON.stringify(body) });

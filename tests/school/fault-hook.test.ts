@@ -1,8 +1,9 @@
 /**
  * The SCHOOL_TOOL_DELAY_MS fault hook: a delayed tool reports progress while it waits, honours
- * cancellation (no effect, a log line), and is off by default.
+ * cancellation (no effect, a log line), and is off by default. SCHOOL_TOOL_HOLD_MS: an applied
+ * effect's answer held until the caller is gone.
  */
-import { parseDelays } from '../../examples/servers/school/common';
+import { parseDelays } from '../../examples/servers/school/core';
 import { readStore } from '../../examples/servers/school/store';
 import { bodyOf, buildSchoolServers, callTool, connectStdio, tempDir, waitFor, type Connected, type SchoolServerName } from './helpers';
 
@@ -108,5 +109,28 @@ test('send_bulk cancelled during its delay sends nothing', async () => {
     expect(readStore(file).outbox).toEqual([]);
   } finally {
     await comms.close();
+  }
+});
+
+test('SCHOOL_TOOL_HOLD_MS: the effect is applied before the held answer; a cancelled hold keeps it; a replay is not held', async () => {
+  const file = tmp.file('hold.json');
+  const payments = await connectStdio(scripts.payments, file, { SCHOOL_TOOL_HOLD_MS: 'process_payment=600000' });
+  try {
+    const key = 'turn-hold/step-3/call-pay';
+    const controller = new AbortController();
+    // Held until cancelled: the caller gives up once the server reports progress on the held answer.
+    const pending = callTool(payments.client, 'process_payment', { invoiceId: 'INV-1001', amount: 250 }, { key, signal: controller.signal, onprogress: () => controller.abort() });
+    await expect(pending).rejects.toThrow();
+    await waitFor('the held answer to be dropped', () => payments.stderr.some((l) => l.endsWith('process_payment: cancelled while its result was held; the effect stays applied')));
+    const charged = readStore(file).transactions.filter((t) => t.invoiceId === 'INV-1001');
+    expect(charged).toHaveLength(1);
+    // The same key again: the first result at once, no second hold (no progress), no second charge.
+    let progress = 0;
+    const replayed = bodyOf<{ transaction: { id: string } }>(await callTool(payments.client, 'process_payment', { invoiceId: 'INV-1001', amount: 250 }, { key, onprogress: () => (progress += 1) }));
+    expect(replayed.transaction.id).toBe(charged[0]?.id);
+    expect(progress).toBe(0);
+    expect(payments.stderr.filter((l) => l.includes('fault hook holding the result'))).toHaveLength(1);
+  } finally {
+    await payments.close();
   }
 });

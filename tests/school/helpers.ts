@@ -121,9 +121,9 @@ export interface HttpServer {
   stop(): Promise<void>;
 }
 
-/** Starts `script --http --port 0 --data FILE` and waits for its `<NAME>_SERVER_URL=` line. */
-export function startHttpServer(script: string, urlVariable: string, dataFile: string, env: Record<string, string> = {}): Promise<HttpServer> {
-  const child = spawn(process.execPath, [script, '--http', '--port', '0', '--data', dataFile], {
+/** Starts `script --http --port 0 --data FILE [args]` and waits for its `<NAME>_SERVER_URL=` line. */
+export function startHttpServer(script: string, urlVariable: string, dataFile: string, env: Record<string, string> = {}, args: readonly string[] = []): Promise<HttpServer> {
+  const child = spawn(process.execPath, [script, '--http', '--port', '0', '--data', dataFile, ...args], {
     cwd: REPO_ROOT,
     env: { ...getDefaultEnvironment(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,7 @@
 import fs, { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import type * as Lockfile from 'proper-lockfile';
 import { matchScore } from '../../examples/servers/school/admin-server';
-import { callerOf, type Extra } from '../../examples/servers/school/common';
+import { callerOf } from '../../examples/servers/school/core';
 import { renderTemplate } from '../../examples/servers/school/comms-server';
 import { createSeedData, nextInvoiceId, readStore, resolveDataFile, SchoolStore, SEED, type User } from '../../examples/servers/school/store';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../src/shared/meta';
@@ -171,19 +171,18 @@ test('templates render and demand their variables', () => {
 });
 
 test('callerOf: tenant from the user context, default otherwise, malformed refused', () => {
-  const extra = (meta: Record<string, unknown> | undefined): Extra => ({ _meta: meta }) as unknown as Extra;
-  expect(callerOf(extra(undefined), 'demo')).toEqual({ tenantId: 'demo', scopes: [] });
+  expect(callerOf(undefined, 'demo')).toEqual({ tenantId: 'demo', scopes: [] });
   expect(
     callerOf(
-      extra({
+      {
         [USER_CONTEXT_META_KEY]: { id: 'u-1', role: 'admin', tenant: 'other', scopes: ['admin.read', 3] },
         [IDEMPOTENCY_KEY_META_KEY]: 'k1',
         [TRACE_META_KEY]: 'turn-1',
-      }),
+      },
       'demo',
     ),
   ).toEqual({ tenantId: 'other', userId: 'u-1', role: 'admin', scopes: ['admin.read'], idempotencyKey: 'k1', traceId: 'turn-1' });
-  expect(callerOf(extra({ [USER_CONTEXT_META_KEY]: { id: 'u-1' } }), 'fallback').tenantId).toBe('fallback');
-  expect(() => callerOf(extra({ [USER_CONTEXT_META_KEY]: 'demo' }), 'demo')).toThrow(/invalid user context/);
-  expect(() => callerOf(extra({ [USER_CONTEXT_META_KEY]: { tenant: 42 } }), 'demo')).toThrow(/invalid user context/);
+  expect(callerOf({ [USER_CONTEXT_META_KEY]: { id: 'u-1' } }, 'fallback').tenantId).toBe('fallback');
+  expect(() => callerOf({ [USER_CONTEXT_META_KEY]: 'demo' }, 'demo')).toThrow(/invalid user context/);
+  expect(() => callerOf({ [USER_CONTEXT_META_KEY]: { tenant: 42 } }, 'demo')).toThrow(/invalid user context/);
 });

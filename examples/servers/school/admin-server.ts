@@ -9,11 +9,12 @@
  * idempotentHint true where repeating the same arguments changes nothing more (enrol_student,
  * record_payment). openWorldHint is false everywhere: everything stays in the school store.
  * Exactly-once under retries does not rely on the hints: every side effect dedupes on the host's
- * idempotency key (see effectTool in common.ts).
+ * idempotency key (see effectTool in core.ts).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { cents, DomainError, effectTool, jsonResourceOf, money, ofTenant, ok, readTool, runServer, type Runtime } from './common';
+import { legacyRegistrar, runServer } from './common';
+import { cents, DomainError, effectTool, jsonResourceOf, money, ofTenant, ok, readTool, type Runtime } from './core';
 import { newId, nextInvoiceId, type Invoice, type Role, type SchoolData, type StoredToolResult, type User } from './store';
 
 const ROLES = ['student', 'teacher', 'admin'] as const;
@@ -89,10 +90,11 @@ function invoiceView(data: SchoolData, invoice: Invoice): Record<string, unknown
 
 export function createAdminServer(rt: Runtime): McpServer {
   const server = new McpServer({ name: 'school-admin', version: '0.1.0' });
+  const tools = legacyRegistrar(server);
 
   effectTool(
     rt,
-    server,
+    tools,
     'add_user',
     {
       title: 'Add user',
@@ -116,7 +118,7 @@ export function createAdminServer(rt: Runtime): McpServer {
 
   readTool(
     rt,
-    server,
+    tools,
     'find_user',
     {
       title: 'Find user',
@@ -145,7 +147,7 @@ export function createAdminServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'create_class',
     {
       title: 'Create class',
@@ -171,7 +173,7 @@ export function createAdminServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'enrol_student',
     {
       title: 'Enrol student',
@@ -198,7 +200,7 @@ export function createAdminServer(rt: Runtime): McpServer {
 
   readTool(
     rt,
-    server,
+    tools,
     'get_invoice',
     {
       title: 'Get invoices',
@@ -231,7 +233,7 @@ export function createAdminServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'issue_invoice',
     {
       title: 'Issue invoice',
@@ -263,7 +265,7 @@ export function createAdminServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'record_payment',
     {
       title: 'Record payment',
@@ -299,13 +301,13 @@ export function createAdminServer(rt: Runtime): McpServer {
     },
   );
 
-  jsonResourceOf(rt, server, 'users', 'admin://users', { title: 'Users', description: "Every user of the current school: id, name, role, email." }, (data, caller) =>
+  jsonResourceOf(rt, tools, 'users', 'admin://users', { title: 'Users', description: "Every user of the current school: id, name, role, email." }, (data, caller) =>
     ofTenant(data.users, caller.tenantId).map(publicUser),
   );
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'classes',
     'admin://classes',
     { title: 'Classes', description: 'Every class with its teacher and enrolled students.' },
@@ -322,13 +324,13 @@ export function createAdminServer(rt: Runtime): McpServer {
       })),
   );
 
-  jsonResourceOf(rt, server, 'invoices', 'admin://invoices', { title: 'Invoices', description: 'Every invoice of the current school, with status.' }, (data, caller) =>
+  jsonResourceOf(rt, tools, 'invoices', 'admin://invoices', { title: 'Invoices', description: 'Every invoice of the current school, with status.' }, (data, caller) =>
     ofTenant(data.invoices, caller.tenantId).map((i) => invoiceView(data, i)),
   );
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'system_status',
     'admin://system_status',
     { title: 'System status', description: 'Counts: students, teachers, admins, classes, enrolments, unpaid invoices and the amount outstanding.' },

@@ -13,7 +13,8 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { DomainError, effectTool, jsonResourceOf, ofTenant, ok, runServer, type Runtime } from './common';
+import { legacyRegistrar, runServer } from './common';
+import { DomainError, effectTool, jsonResourceOf, ofTenant, ok, type Runtime } from './core';
 import { newId, type OutboxEntry } from './store';
 
 type Variables = Record<string, string | number | boolean>;
@@ -60,10 +61,11 @@ export function renderTemplate(name: keyof typeof TEMPLATES, variables: Variable
 
 export function createCommsServer(rt: Runtime): McpServer {
   const server = new McpServer({ name: 'school-comms', version: '0.1.0' });
+  const tools = legacyRegistrar(server);
 
   effectTool(
     rt,
-    server,
+    tools,
     'send_email',
     {
       title: 'Send email',
@@ -92,7 +94,7 @@ export function createCommsServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'send_bulk',
     {
       title: 'Send bulk email',
@@ -142,7 +144,7 @@ export function createCommsServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'outbox',
     'comms://outbox',
     { title: 'Outbox', description: 'Every message delivered for the current school, oldest first.' },

@@ -4,6 +4,9 @@
  *
  *   node dist/examples/servers/school/payments-server.js [--stdio] [--data FILE]
  *   node dist/examples/servers/school/payments-server.js --http [--port N] [--data FILE]   → PAYMENTS_SERVER_URL=…
+ *   … [--protocol 2026-07-28]   MCP 2026-07-28 on the v2 server package (modern.ts) instead of 2025-11-25 on the v1 SDK
+ *
+ * The tools and resources are registered once (registerPayments) on either SDK's server.
  *
  * process_payment does not mark the invoice paid: the admin server's record_payment does (the
  * seeds' pattern 3: find_user → get_invoice → process_payment → record_payment). It refuses a second
@@ -19,7 +22,9 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { cents, DomainError, effectTool, jsonResourceOf, money, ofTenant, ok, runServer, type Runtime } from './common';
+import { legacyRegistrar, runServer } from './common';
+import { cents, DomainError, effectTool, jsonResourceOf, money, ofTenant, ok, type Registrar, type Runtime } from './core';
+import { modernServe } from './modern';
 import { newId, type SchoolData, type Transaction } from './store';
 
 function summary(data: SchoolData, tenantId: string): Record<string, unknown> {
@@ -54,12 +59,13 @@ function summary(data: SchoolData, tenantId: string): Record<string, unknown> {
   };
 }
 
-export function createPaymentsServer(rt: Runtime): McpServer {
-  const server = new McpServer({ name: 'school-payments', version: '0.1.0' });
+const INFO = { name: 'school-payments', version: '0.1.0' };
 
+/** The payments tools and resources, on whichever SDK's server `tools` registers them. */
+export function registerPayments(rt: Runtime, tools: Registrar): void {
   effectTool(
     rt,
-    server,
+    tools,
     'process_payment',
     {
       title: 'Process payment',
@@ -109,7 +115,7 @@ export function createPaymentsServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'refund_payment',
     {
       title: 'Refund payment',
@@ -141,7 +147,7 @@ export function createPaymentsServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'transactions',
     'payments://transactions',
     { title: 'Transactions', description: 'Every payment transaction of the current school, newest last.' },
@@ -150,14 +156,20 @@ export function createPaymentsServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'revenue_summary',
     'payments://revenue_summary',
     { title: 'Revenue summary', description: 'Collected, refunded and outstanding amounts per currency; transaction counts.' },
     (data, caller) => summary(data, caller.tenantId),
   );
+}
 
+export function createPaymentsServer(rt: Runtime): McpServer {
+  const server = new McpServer(INFO);
+  registerPayments(rt, legacyRegistrar(server));
   return server;
 }
 
-if (require.main === module) runServer({ name: 'payments', urlVariable: 'PAYMENTS_SERVER_URL', create: createPaymentsServer });
+if (require.main === module) {
+  runServer({ name: 'payments', urlVariable: 'PAYMENTS_SERVER_URL', create: createPaymentsServer, serveModern: modernServe({ info: INFO, register: registerPayments }) });
+}

@@ -14,7 +14,8 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { DomainError, effectTool, jsonResourceOf, ofTenant, ok, readTool, runServer, type Caller, type Runtime } from './common';
+import { legacyRegistrar, runServer } from './common';
+import { DomainError, effectTool, jsonResourceOf, ofTenant, ok, readTool, type Caller, type Runtime } from './core';
 import { newId, SEED, type SchoolData, type User, type Weekday } from './store';
 
 export function currentStudent(rt: Runtime, data: SchoolData, caller: Caller, requested?: string): User {
@@ -87,10 +88,11 @@ export function tutorAnswer(question: string): { topic: string; answer: string }
 
 export function createStudentServer(rt: Runtime): McpServer {
   const server = new McpServer({ name: 'school-student', version: '0.1.0' });
+  const tools = legacyRegistrar(server);
 
   readTool(
     rt,
-    server,
+    tools,
     'view_grades',
     {
       title: 'View grades',
@@ -110,7 +112,7 @@ export function createStudentServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'submit_homework',
     {
       title: 'Submit homework',
@@ -140,7 +142,7 @@ export function createStudentServer(rt: Runtime): McpServer {
 
   readTool(
     rt,
-    server,
+    tools,
     'ask_tutor',
     {
       title: 'Ask the tutor (demo)',
@@ -161,7 +163,7 @@ export function createStudentServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'profile',
     'student://profile',
     { title: 'Student profile', description: 'The current student: name, email and enrolled classes.' },
@@ -182,7 +184,7 @@ export function createStudentServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'schedule',
     'student://schedule',
     { title: 'Student schedule', description: "The current student's weekly timetable." },
@@ -198,7 +200,7 @@ export function createStudentServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'homework',
     'student://homework',
     { title: 'Student homework', description: "The current student's homework, with whether it was handed in." },
@@ -226,7 +228,7 @@ export function createStudentServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'progress',
     'student://progress',
     { title: 'Student progress', description: 'Per class: average grade, homework handed in, attendance.' },

@@ -17,7 +17,8 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { DomainError, effectTool, isIsoDate, jsonResourceOf, ofTenant, ok, readTool, runServer, type Caller, type Runtime } from './common';
+import { legacyRegistrar, runServer } from './common';
+import { DomainError, effectTool, isIsoDate, jsonResourceOf, ofTenant, ok, readTool, type Caller, type Runtime } from './core';
 import { newId, SEED, type AttendanceRecord, type Homework, type SchoolClass, type SchoolData, type User, type Weekday } from './store';
 
 export function currentTeacher(rt: Runtime, data: SchoolData, caller: Caller): User {
@@ -60,10 +61,11 @@ const classSelector = {
 
 export function createTeacherServer(rt: Runtime): McpServer {
   const server = new McpServer({ name: 'school-teacher', version: '0.1.0' });
+  const tools = legacyRegistrar(server);
 
   effectTool(
     rt,
-    server,
+    tools,
     'assign_homework',
     {
       title: 'Assign homework',
@@ -111,7 +113,7 @@ export function createTeacherServer(rt: Runtime): McpServer {
 
   effectTool(
     rt,
-    server,
+    tools,
     'mark_attendance',
     {
       title: 'Mark attendance',
@@ -157,7 +159,7 @@ export function createTeacherServer(rt: Runtime): McpServer {
 
   readTool(
     rt,
-    server,
+    tools,
     'list_students',
     {
       title: 'List students',
@@ -177,7 +179,7 @@ export function createTeacherServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'my_classes',
     'teacher://my_classes',
     { title: 'My classes', description: "The current teacher's classes with their students and homework." },
@@ -199,7 +201,7 @@ export function createTeacherServer(rt: Runtime): McpServer {
 
   jsonResourceOf(
     rt,
-    server,
+    tools,
     'my_timetable',
     'teacher://my_timetable',
     { title: 'My timetable', description: "The current teacher's weekly timetable." },
