@@ -83,7 +83,7 @@ export function renderSessionHop(r: SessionHopResult): string {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const label: Record<PathName, string> = {
     session: 'through a new session (API path)',
-    sessionReused: 'through one session, turn after turn (the turn before read by the new turn only)',
+    sessionReused: 'through one session, turn after turn (the memory the turn before handed on)',
     direct: 'turn started directly',
     floor: `floor (${r.shape.local} local + ${r.shape.regular})`,
     readOnly: 'read-only tools only, through a new session',

@@ -108,8 +108,9 @@ export function createToolCallActivity(deps: ActivityDeps, shared: ToolCallShare
       // What an earlier attempt recorded, kept by every beat of this one until it learns more.
       const carried = { ...(previous?.task ? { task: previous.task } : {}), ...(previous?.sent ? { sent: true } : {}), worker: workerId };
       // A fresh worker may still be connecting its servers: the call beats while it waits for the
-      // catalog, or its heartbeat timeout would end this attempt before it began.
-      const catalog = await withHeartbeats(() => deps.hub.catalog(), carried);
+      // catalog, or its heartbeat timeout would end this attempt before it began. No ping of the
+      // servers first: the call's own request is the check, and costs no extra round trip.
+      const catalog = await withHeartbeats(() => deps.hub.catalog({ probe: false }), carried);
       // The host's own tools (search, resources) are answered here, without an MCP server.
       if (input.server === HOST_SERVER) return await hostTools.answer(input, catalog, a.audit);
       const found = findTool(a, catalog);

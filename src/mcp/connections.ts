@@ -32,6 +32,8 @@ import { callerContext } from './user-token';
 /** How a use waits for its connection: a background check (`background`) waits out the reconnect back-off. */
 export interface UseOptions {
   background?: boolean;
+  /** A listing's ping of an HTTP server whose tools are held (server-listing.ts); default true. */
+  probe?: boolean;
 }
 
 const STDERR_TAIL_LINES = 20;

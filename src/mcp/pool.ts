@@ -30,7 +30,7 @@ import { inspect, type ListingContext } from './server-listing';
 import type { ElicitationHandler, SamplingHandler } from './server-requests';
 import { callTool, type ToolCallContext } from './tool-calls';
 import type { TransportKind } from './transports';
-import type { CallToolRequest, McpHub } from './types';
+import type { CallToolRequest, CatalogOptions, McpHub } from './types';
 import { callerContext } from './user-token';
 
 export type { HubLogger } from './pool-state';
@@ -117,8 +117,9 @@ export class McpServerHub implements McpHub, McpContextSource {
 
   // ---------------------------------------------------------------- public API
 
-  async catalog(): Promise<Catalog> {
-    return buildCatalog(await Promise.all([...this.slots.values()].map((slot) => inspect(this.listing, slot))));
+  async catalog(opts: CatalogOptions = {}): Promise<Catalog> {
+    const use = opts.probe === false ? { probe: false } : {};
+    return buildCatalog(await Promise.all([...this.slots.values()].map((slot) => inspect(this.listing, slot, use))));
   }
 
   /** The server's configuration as loaded (for decisions such as whether its calls may be repeated). */

@@ -6,7 +6,7 @@ import type { ListedResourceEntry } from './resources';
 import { isMcpFailure, McpTransientError, saysServerUnwell } from './failures';
 import { ResourceCache, perCallerAuthorization, type HintedRead, type ResourceCacheOptions } from './resource-cache';
 import { callerContext } from './user-token';
-import type { CallToolRequest, McpHub } from './types';
+import type { CallToolRequest, CatalogOptions, McpHub } from './types';
 
 /**
  * Seed 000 §9.6–9.7 and seed 004's circuit breaker, in the worker's MCP layer: a server that keeps
@@ -133,8 +133,8 @@ export class ResilientHub implements McpHub, McpContextSource {
     }
   }
 
-  async catalog(): Promise<Catalog> {
-    const catalog = await this.inner.catalog();
+  async catalog(opts?: CatalogOptions): Promise<Catalog> {
+    const catalog = await this.inner.catalog(opts);
     const servers = catalog.servers.map((s) => this.withCircuit(s));
     const open = new Set(servers.filter((s) => s.circuit?.state === 'open').map((s) => s.server));
     // The model is not offered tools of a server whose circuit is open.

@@ -39,7 +39,7 @@ export async function inspect(ctx: ListingContext, base: Slot, use: UseOptions =
       // dead server is reported unavailable before the model plans around its tools. (A stdio
       // child's death closes its transport, which drops the connection already.)
       // (A listing past its `ttlMs` is listed again instead, which says as much.)
-      if (heldTools(conn, ctx.now) && conn.kind !== 'stdio') await conn.session.ping(Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS));
+      if (use.probe !== false && heldTools(conn, ctx.now) && conn.kind !== 'stdio') await conn.session.ping(Math.min(slot.cfg.timeouts.listMs, PROBE_TIMEOUT_MS));
       return await listTools(ctx.connections.logger, slot, conn, ctx.now);
     }, use);
     return { server, tools, status: { server, transport: ctx.transportOf(slot), state: 'connected', toolCount: tools.length } };

@@ -40,6 +40,15 @@ export interface ToolTaskRef {
   sessionId?: string;
 }
 
+export interface CatalogOptions {
+  /**
+   * Whether an HTTP server whose tool list is held is pinged first, so a server that went away is
+   * reported before the model plans around its tools (default true). A tool call's lookup passes
+   * false: its own request tells soon enough, and it must cost no round trip of its own.
+   */
+  probe?: boolean;
+}
+
 /**
  * The worker's view of all configured MCP servers. One pooled connection per server; a dead
  * connection is replaced on the next use. Implementations never let one server's failure affect
@@ -47,7 +56,7 @@ export interface ToolTaskRef {
  */
 export interface McpHub {
   /** Lists tools of every enabled server in parallel. A failing server is reported, not thrown. */
-  catalog(): Promise<Catalog>;
+  catalog(opts?: CatalogOptions): Promise<Catalog>;
   /**
    * Calls one tool. Resolves with the tool's result (including `isError` results). Rejects only for
    * transport/protocol trouble (connection lost, timeout, server unavailable), which is retryable,

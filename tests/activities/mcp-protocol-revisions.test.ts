@@ -105,6 +105,32 @@ test('discovery once: a reconnect adopts the kept discovery, with no server/disc
   }
 });
 
+test("a tool call's catalog lookup pings no server; a planning listing pings each HTTP server whose tools it holds, once (both revisions)", async () => {
+  const requests: string[] = [];
+  const original = globalThis.fetch;
+  const pool = hubFor({ modern: { url: modern.url }, legacy: { url: legacy.url } });
+  const spy = jest.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
+    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : undefined;
+    if (body?.method) requests.push(body.method);
+    return await original(input, init);
+  });
+  try {
+    await pool.catalog();
+    requests.length = 0;
+    // What the callTool activity does: the lookup, then the call; no ping, no discover.
+    const catalog = await pool.catalog({ probe: false });
+    expect(catalog.servers.map((s) => s.state)).toEqual(['connected', 'connected']);
+    expect((await pool.callTool({ server: 'modern', tool: 'greet', arguments: { name: 'Ada' } })).text).toBe('Hello, Ada, from a 2026-07-28 server.');
+    expect(requests.filter((m) => m !== 'subscriptions/listen')).toEqual(['tools/call']);
+    // A listing for the model's plan checks that each held server is still there: 2026's ping is server/discover.
+    requests.length = 0;
+    await pool.catalog();
+    expect(requests.filter((m) => m !== 'subscriptions/listen').sort()).toEqual(['ping', 'server/discover']);
+  } finally {
+    spy.mockRestore();
+  }
+});
+
 test("input_required: the question ends the call unanswered, and the re-issued call carries the user's answer", async () => {
   const pool = hubFor({ modern: { url: modern.url } });
   const meta = { [IDEMPOTENCY_KEY_META_KEY]: 'turn-1/step-1/call-1' };
