@@ -78,15 +78,21 @@ test('a pinned revision is used as written; 2026-07-28 pinned on a 2025 server f
   expect(old?.error).toMatch(/2026-07-28/);
 });
 
-test('discovery once: a reconnect adopts the kept discovery, with no server/discover and no handshake', async () => {
+/** The JSON-RPC methods the pool sends over HTTP from now on, in order (restore the spy after). */
+function recordMethods() {
   const requests: string[] = [];
   const original = globalThis.fetch;
-  const pool = hubFor({ modern: { url: modern.url } });
   const spy = jest.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : undefined;
     if (body?.method) requests.push(body.method);
     return await original(input, init);
   });
+  return { requests, spy };
+}
+
+test('discovery once: a reconnect adopts the kept discovery, with no server/discover and no handshake', async () => {
+  const pool = hubFor({ modern: { url: modern.url } });
+  const { requests, spy } = recordMethods();
   try {
     await pool.catalog();
     expect(requests.filter((m) => m === 'server/discover')).toHaveLength(1);
@@ -106,14 +112,8 @@ test('discovery once: a reconnect adopts the kept discovery, with no server/disc
 });
 
 test("a tool call's catalog lookup pings no server; a planning listing pings each HTTP server whose tools it holds, once (both revisions)", async () => {
-  const requests: string[] = [];
-  const original = globalThis.fetch;
   const pool = hubFor({ modern: { url: modern.url }, legacy: { url: legacy.url } });
-  const spy = jest.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
-    const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : undefined;
-    if (body?.method) requests.push(body.method);
-    return await original(input, init);
-  });
+  const { requests, spy } = recordMethods();
   try {
     await pool.catalog();
     requests.length = 0;
