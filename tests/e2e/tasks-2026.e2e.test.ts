@@ -6,7 +6,7 @@
  * is in the activity's heartbeat details is replaced, and the next worker waits for the same task (the
  * tool is not called again); cancelling the turn cancels the task on the server.
  */
-import { defaultPayloadConverter } from '@temporalio/common';
+import { heartbeatTask } from '../helpers/heartbeat';
 import { getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
 import { finish, startTasksServer } from '../helpers/modern-tasks-server';
 import { exampleRulesWith, startSystem, type TestSystem } from '../helpers/system';
@@ -36,16 +36,6 @@ afterAll(async () => {
 /** The task a topic's call made on the server, once it exists. */
 const taskOf = (topic: string) => waitFor(async () => [...lab.state.tasks.values()].find((t) => t.text === `Report on ${topic}.`), 60_000);
 
-/** The task id in the turn's pending tool-call activity's heartbeat details, once Temporal has it. */
-async function heartbeatTask(turnId: string): Promise<string> {
-  return await waitFor(async () => {
-    const described = await sys.client.workflow.getHandle(turnId).describe();
-    const payload = described.raw.pendingActivities?.find((a) => a.activityType?.name === 'callTool')?.heartbeatDetails?.payloads?.[0];
-    const details = payload ? (defaultPayloadConverter.fromPayload(payload) as { task?: { taskId?: string } }) : undefined;
-    return details?.task?.taskId;
-  }, 30_000);
-}
-
 test('a tool the 2026 server runs as a task: the turn gets its result through the task', async () => {
   const post = await postMessage(sys.apiUrl, 'tasks-2026', 'look into tidal power');
   const task = await taskOf('tidal power');
@@ -60,7 +50,7 @@ test('a worker SIGKILLed while the task runs: the next worker waits for the same
   const calls = lab.state.calls.length;
   const post = await postMessage(sys.apiUrl, 'tasks-2026-crash', 'look into glacier retreat');
   const task = await taskOf('glacier retreat');
-  expect(await heartbeatTask(post.body.turnId as string)).toBe(task.taskId);
+  expect(await heartbeatTask(sys.client, post.body.turnId as string)).toBe(task.taskId);
   await sys.worker.kill();
   const gets = lab.state.gets;
   const replacement = await sys.startWorker({ LOG_LEVEL: 'info' });

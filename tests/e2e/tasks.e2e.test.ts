@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { freePort, spawnManaged, type ManagedProcess } from '../../src/cli/processes';
 import { getJson, postJson, postMessage, readSse, waitFor } from '../helpers/http';
+import { heartbeatTask } from '../helpers/heartbeat';
 import { ROOT, exampleRulesWith, startSystem, type TestSystem } from '../helpers/system';
 
 const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -51,8 +52,8 @@ test('a worker SIGKILLed while the task runs: the next attempt waits for the sam
   const post = await postMessage(sys.apiUrl, 'tasks-crash', 'research glacier retreat');
   const url = `${sys.apiUrl}/v1/turns/${post.body.turnId}/events`;
   await readSse(url, { stopAfter: (e) => e.event === 'tool_call_started', timeoutMs: 60_000 });
-  // The task exists (and its id is in the heartbeat details) well within its four one-second stages.
-  await new Promise((r) => setTimeout(r, 1_500));
+  // The task exists, and its id is in the heartbeat details Temporal keeps: the next attempt finds it there.
+  await heartbeatTask(sys.client, post.body.turnId as string);
   await sys.worker.kill();
   const replacement = await sys.startWorker({ LOG_LEVEL: 'info' });
   sys.worker = replacement;
