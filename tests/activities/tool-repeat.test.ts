@@ -13,6 +13,8 @@ import { parseMcpConfig, type McpConfig } from '../../src/mcp/config';
 import { McpServerHub } from '../../src/mcp/pool';
 import { Failure } from '../../src/shared/failures';
 import { startApplyingServer, type ApplyingServer } from '../helpers/applying-server';
+import { waitFor } from '../helpers/http';
+import { openSocketsTo } from '../helpers/sockets';
 import { toolActivities } from '../helpers/tool-activities';
 
 let server: ApplyingServer;
@@ -132,9 +134,10 @@ test('a request that provably never reached the server (connection refused) stay
   try {
     await doomedHub.catalog(); // connected and listed: the tool is known
     await doomed.close(); // now every request is refused at connect time
-    // Let the client see its idle keep-alive socket close: a request written to a socket the peer is
-    // closing may have arrived, and is rightly counted as sent.
-    await new Promise((r) => setTimeout(r, 200));
+    // Wait until the client has seen its idle keep-alive socket close: a request written to a socket
+    // the peer is closing may have arrived, and is rightly counted as sent.
+    const port = Number(new URL(doomed.url).port);
+    await waitFor(async () => (openSocketsTo(port) === 0 ? true : undefined), 10_000, 20);
     const err = await doomedHub.callTool({ server: 'doomed', tool: 'apply', arguments: {} }).then(
       () => undefined,
       (e: unknown) => e as { requestSent?: boolean; name?: string },
