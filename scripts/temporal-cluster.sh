@@ -25,9 +25,10 @@
 # `&` from a non-interactive shell, it cannot see SIGINT: bash ignores it there, for good.)
 #
 # Environment: TEMPORAL_CLI (default .tools/venv/bin/temporal), TEMPORAL_LOG_LEVEL (server log level,
-# default warn), TEMPORAL_RETENTION (namespace retention, default 72h), TEMPORAL_GOTOOLCHAIN (GOTOOLCHAIN
-# for the build, default auto: the module asks for a newer Go than may be installed, and the go command
-# fetches that toolchain through the module proxy).
+# default warn), TEMPORAL_RETENTION (namespace retention, default 72h), TEMPORAL_HOST_CACHE (how many
+# workflows' mutable states the history service keeps in memory, default 8192 as the dev server),
+# TEMPORAL_GOTOOLCHAIN (GOTOOLCHAIN for the build, default auto: the module asks for a newer Go than may
+# be installed, and the go command fetches that toolchain through the module proxy).
 set -euo pipefail
 
 TEMPORAL_SERVER_VERSION=v1.32.2
@@ -65,6 +66,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n $DIR || $BUILD_ONLY == 1 ]] || usage
 for p in "$PORT" "$PG_PORT"; do [[ -z $p || $p =~ ^[0-9]+$ ]] || die "not a port: $p"; done
+[[ ${TEMPORAL_HOST_CACHE:-8192} =~ ^[1-9][0-9]*$ ]] || die "TEMPORAL_HOST_CACHE must be a positive whole number, not '${TEMPORAL_HOST_CACHE}'"
 
 # --- processes, and stopping them --------------------------------------------------------------------
 BUILD_PID='' PG_PID='' SERVER_PID=''
@@ -240,7 +242,7 @@ cat >"$DIR/config/dynamicconfig.yaml" <<EOF
 limit.maxIDLength:
   - value: 255
 history.hostLevelCacheMaxSize:
-  - value: 8192
+  - value: ${TEMPORAL_HOST_CACHE:-8192}
 frontend.namespaceRPS.visibility:
   - value: 100
 EOF

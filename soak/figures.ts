@@ -1,4 +1,4 @@
-import type { Sample } from './sampler';
+import { memoryKind, memoryMb, type Sample } from './sampler';
 import type { TurnRecord } from './users';
 
 /** The soak's figures from what the clients saw, the school store and the samples; pure functions. */
@@ -108,62 +108,80 @@ export function latencySeries(turns: TurnRecord[], start: number, end: number, b
 export interface Growth {
   name: string;
   pid: number;
-  rssFrom: number;
-  rssTo: number;
+  /** What `memFrom`/`memTo` measure: a single process's RSS, a process tree's summed PSS. */
+  memKind: 'RSS' | 'PSS';
+  memFrom: number;
+  memTo: number;
   fdsFrom: number;
   fdsTo: number;
   mcpFrom?: number;
   mcpTo?: number;
   /** Why the instance was not judged (too short-lived after warm-up), or undefined. */
   skipped?: string;
-  /** How long after warm-up it was watched (ms): RSS is judged only over RSS_MIN_WINDOW_MS. */
+  /** How long after warm-up it was watched (ms): memory is judged only over RSS_MIN_WINDOW_MS. */
   windowMs: number;
 }
 
 /**
- * RSS over a shorter window says nothing of a leak: a heap still growing towards its working size
+ * Memory over a shorter window says nothing of a leak: a heap still growing towards its working size
  * under load looks the same (a 2-minute run saw +8 % and +13 % on an API replica that then levelled
  * off). Shorter runs report it; descriptors and MCP connections are judged at any length.
  */
 export const RSS_MIN_WINDOW_MS = 5 * 60_000;
 
+export interface GrowthWindow {
+  /** When the run's warm-up ended. */
+  warmUpEnd: number;
+  /**
+   * A process started during the run (a restart) warms up as long as the run did: its heap, caches
+   * and pools fill again from nothing, under the full load.
+   */
+  warmUpMs: number;
+  /** Judged only when it lived this long past its warm-up. */
+  minSpanMs: number;
+}
+
 /**
- * Per process instance (name and pid: a restarted process is a new instance): its RSS just after
- * warm-up and at its end (medians of three samples), its fds and MCP connections at most in the first
- * half of that window and at its end. Judged only when it lived `minSpanMs` past warm-up.
+ * Per process instance (name and pid: a restarted process is a new instance), over the time after its
+ * warm-up: its memory at the start and at the end of that window, each the median of the samples of a
+ * quarter of the window (a garbage-collected heap saws up and down; one or three samples catch a peak
+ * or a trough), and its fds and MCP connections at most in the first half of that window and at its
+ * end.
  */
-export function growth(samples: Sample[], warmUpEnd: number, minSpanMs: number): Growth[] {
+export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
   const byInstance = new Map<string, Sample[]>();
   for (const s of samples) byInstance.set(`${s.name}#${s.pid}`, [...(byInstance.get(`${s.name}#${s.pid}`) ?? []), s]);
   const out: Growth[] = [];
   for (const list of byInstance.values()) {
-    const judged = list.filter((s) => s.t >= Math.max(warmUpEnd, (list[0]?.t ?? 0) + 30_000));
+    const head = list[0] as Sample;
+    const judged = list.filter((s) => s.t >= Math.max(w.warmUpEnd, head.t + w.warmUpMs));
     // Too short-lived to judge: shown from its first sample to its last.
     const after = judged.length >= 6 ? judged : list;
-    const first = after.slice(0, 3);
-    const last = after.slice(-3);
-    const head = list[0] as Sample;
+    const quarter = Math.max(3, Math.floor(after.length / 4));
+    const first = after.slice(0, quarter);
+    const last = after.slice(-quarter);
     const span = (judged.at(-1)?.t ?? 0) - (judged[0]?.t ?? 0);
     // Descriptors and connections come and go with the work (a pool's keep-alive sockets, a server that
     // is down for a while): flat means the end is no higher than the most the first half already held.
     const early = after.slice(0, Math.max(1, Math.ceil(after.length / 2)));
+    const end = after.slice(-3);
     const g: Growth = {
-      name: head.name, pid: head.pid, windowMs: span,
-      rssFrom: median(first.map((s) => s.rssMb)), rssTo: median(last.map((s) => s.rssMb)),
-      fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(last.map((s) => s.fds)),
-      ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(last.map((s) => s.mcp ?? 0)) } : {}),
+      name: head.name, pid: head.pid, windowMs: span, memKind: memoryKind(head),
+      memFrom: median(first.map(memoryMb)), memTo: median(last.map(memoryMb)),
+      fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(end.map((s) => s.fds)),
+      ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(end.map((s) => s.mcp ?? 0)) } : {}),
     };
-    if (judged.length < 6 || span < minSpanMs) g.skipped = `lived ${Math.round(span / 1000)} s after warm-up (< ${Math.round(minSpanMs / 1000)} s)`;
+    if (judged.length < 6 || span < w.minSpanMs) g.skipped = `lived ${Math.round(span / 1000)} s after its warm-up (< ${Math.round(w.minSpanMs / 1000)} s)`;
     out.push(g);
   }
   return out;
 }
 
-/** What breaks the rules of the soak in a growth row (RSS ≤ +10 %, fds and MCP connections flat). */
+/** What breaks the rules of the soak in a growth row (memory ≤ +10 %, fds and MCP connections flat). */
 export function growthProblem(g: Growth): string | undefined {
   if (g.skipped) return undefined;
   const problems: string[] = [];
-  if (g.windowMs >= RSS_MIN_WINDOW_MS && g.rssTo > g.rssFrom * 1.1) problems.push(`RSS ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} MB`);
+  if (g.windowMs >= RSS_MIN_WINDOW_MS && g.memTo > g.memFrom * 1.1) problems.push(`${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} MB`);
   if (g.fdsTo > g.fdsFrom * 1.1 + 4) problems.push(`fds ${g.fdsFrom} → ${g.fdsTo}`);
   if (g.mcpTo !== undefined && g.mcpFrom !== undefined && g.mcpTo > g.mcpFrom) problems.push(`MCP connections ${g.mcpFrom} → ${g.mcpTo}`);
   return problems.length ? `${g.name} (pid ${g.pid}): ${problems.join(', ')}` : undefined;

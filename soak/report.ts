@@ -83,11 +83,11 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '|---|---|---|---|',
     ...f.latency.map((b) => `| ${((b.t - f.start) / 60_000).toFixed(1)} | ${b.n} | ${s(b.p50)} | ${s(b.p99)} |`),
     '',
-    '| process (pid) | RSS after warm-up → end (MB) | fds (most in the first half → end) | MCP connections (same) | judged |',
+    '| process (pid) | memory after its warm-up → end (MB; medians of the first and last quarter) | fds (most in the first half → end) | MCP connections (same) | judged |',
     '|---|---|---|---|---|',
     ...f.growth.map(
       (g) =>
-        `| ${g.name} (${g.pid}) | ${g.rssFrom.toFixed(0)} → ${g.rssTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (RSS not judged: window under 5 min)' : 'ok')} |`,
+        `| ${g.name} (${g.pid}) | ${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (memory not judged: window under 5 min)' : 'ok')} |`,
     ),
     '',
     ...(failed.length ? ['Failures:', '', ...failed.map((x) => `- ${x}`)] : []),

@@ -46,7 +46,7 @@ function watched(topo: Topology): Watched[] {
     ]),
     { name: 'payments (HTTP MCP)', pid: topo.sys.payments().pid },
     { name: 'temporal-server', pid: temporal, comm: 'temporal-server' },
-    { name: "Temporal's PostgreSQL", pid: temporal, comm: 'postgres' },
+    { name: "Temporal's PostgreSQL", pid: temporal, comm: 'postgres', tree: true },
     { name: 'bus PostgreSQL', pid: topo.bus.pid(), tree: true },
     { name: 'soak runner (model, clients)', pid: process.pid },
   ];
@@ -133,8 +133,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     if (lostAtDrain) log(`${late} of them ended late, ${lostAtDrain - late} lost`);
     await approver.stop();
     log('reading histories and the school store');
-    const warmUpEnd = start + Math.max(30_000, durationMs * 0.2);
-    const rows = growth(samples, warmUpEnd, durationMs * 0.4).map((g) => (g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g));
+    const warmUpMs = Math.max(30_000, durationMs * 0.2);
+    const rows = growth(samples, { warmUpEnd: start + warmUpMs, warmUpMs, minSpanMs: durationMs * 0.4 }).map((g) => (g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g));
     const figures: SoakFigures = {
       users: o.users, minutes: o.minutes, start, end, drainMs, lateMs,
       turns: turnFigures(turns),

@@ -3,13 +3,17 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 /**
  * What every process of the topology holds, from /proc (Linux): resident memory, open file
  * descriptors, and for a worker its MCP connections (its stdio servers, its sockets to the payments
- * server). A process tree (PostgreSQL, Temporal's script) counts as the sum of its processes.
+ * server). A process tree (PostgreSQL, a worker's stdio servers) counts as the sum of its processes;
+ * for a tree the memory judged is the sum of their PSS, which counts a page shared by several of them
+ * (PostgreSQL's shared buffers, the node binary) once, where the sum of RSS counts it once per process.
  */
 export interface Sample {
   t: number;
   name: string;
   pid: number;
   rssMb: number;
+  /** Trees only: the sum of the processes' proportional set sizes (smaps_rollup `Pss`). */
+  pssMb?: number;
   fds: number;
   /** Workers only: stdio MCP server processes + open connections to the HTTP MCP server. */
   mcp?: number;
@@ -56,6 +60,11 @@ function descendants(pid: number, table: Map<number, { ppid: number }>): number[
 }
 
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(read(`/proc/${pid}/status`) ?? '')?.[1] ?? 0);
+const pssKb = (pid: number): number => Number(/^Pss:\s+(\d+)/m.exec(read(`/proc/${pid}/smaps_rollup`) ?? '')?.[1] ?? 0);
+
+/** The memory the soak judges and draws: a single process's RSS, a tree's PSS (see Sample). */
+export const memoryMb = (s: Sample): number => s.pssMb ?? s.rssMb;
+export const memoryKind = (s: Sample): 'RSS' | 'PSS' => (s.pssMb === undefined ? 'RSS' : 'PSS');
 function fdLinks(pid: number): string[] {
   try {
     return readdirSync(`/proc/${pid}/fd`).map((fd) => {
@@ -95,6 +104,7 @@ export function sample(watched: Watched[], mcpHttpPort: number, t = Date.now()):
     if (pids.length === 0) continue;
     const links = pids.flatMap(fdLinks);
     const s: Sample = { t, name: w.name, pid: w.children ? w.pid : (pids[0] ?? w.pid), rssMb: pids.reduce((sum, p) => sum + rssKb(p), 0) / 1024, fds: links.length };
+    if (w.tree || w.children) s.pssMb = pids.reduce((sum, p) => sum + pssKb(p), 0) / 1024;
     if (w.worker) {
       const children = [...table].filter(([, v]) => v.ppid === w.pid).length;
       const sockets = links.filter((l) => toPayments.has(/^socket:\[(\d+)\]$/.exec(l)?.[1] ?? '')).length;

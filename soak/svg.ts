@@ -1,9 +1,9 @@
 import type { FaultMark } from './figures';
-import type { Sample } from './sampler';
+import { memoryMb, type Sample } from './sampler';
 
 /**
  * The soak's picture, hand-written SVG (no plotting dependency): turn latency p50/p99 over time above,
- * the RSS of every process below, the faults as labelled vertical lines across both.
+ * the memory of every process below, the faults as labelled vertical lines across both.
  */
 const W = 960;
 const PANEL = 260;
@@ -62,7 +62,7 @@ export function soakSvg(opts: {
     { label: 'turn p99', points: opts.latency.map((b) => [b.t, b.p99 / 1000]) },
   ];
   const names = [...new Set(opts.samples.map((s) => s.name))];
-  const rss: Series[] = names.map((name) => ({ label: name, points: opts.samples.filter((s) => s.name === name).map((s) => [s.t, s.rssMb]) }));
+  const memory: Series[] = names.map((name) => ({ label: name, points: opts.samples.filter((s) => s.name === name).map((s) => [s.t, memoryMb(s)]) }));
   const top1 = 50;
   const top2 = top1 + PANEL + 60;
   const height = top2 + PANEL + 60;
@@ -81,7 +81,7 @@ export function soakSvg(opts: {
     `<rect width="100%" height="100%" fill="#fff"/>`,
     `<text x="${LEFT}" y="22" font-size="15" font-weight="bold">${esc(opts.title)}</text>`,
     panel(top1, 'Turn latency (submission to end), per window of the run', 'seconds', lat, start, end, faults),
-    panel(top2, 'Resident memory of every process', 'MB', rss, start, end, faults),
+    panel(top2, 'Memory of every process (RSS; for a process tree, the sum of its PSS)', 'MB', memory, start, end, faults),
     ...labels,
     ...ticks,
     `<text x="${LEFT + plotW / 2}" y="${height - 10}" text-anchor="middle" font-size="11">minutes into the run (red dashes: faults)</text>`,

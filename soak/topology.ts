@@ -48,10 +48,19 @@ export interface Topology {
 const LONG = Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ');
 export const LONG_TEXT = LONG;
 
+/**
+ * How many workflows Temporal's history service keeps in memory here (8192 by default, as the dev
+ * server). A cache that size never fills in a run of minutes, so the server's memory would grow all
+ * through the run as the cache fills, bounded but indistinguishable from a leak; at 256 it is full
+ * within the warm-up (some 300 turns and sessions), still well above the workflows running at once
+ * (a few per user), and whatever grows after it is not the cache.
+ */
+export const SOAK_TEMPORAL_HOST_CACHE = 256;
+
 export async function startTopology(rules: DemoRules, log: (line: string) => void): Promise<Topology> {
   const soakRules: DemoRules = { ...rules, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(rules.scripts ?? [])] };
   log('starting Temporal (the full server on PostgreSQL), the demo model and the school servers');
-  const sys = await startSchoolSystem({ rules: soakRules, toolDelays: 'process_payment=300', temporal: (dir) => startTemporalCluster(dir) });
+  const sys = await startSchoolSystem({ rules: soakRules, toolDelays: 'process_payment=300', temporal: (dir) => startTemporalCluster(dir, { hostCache: SOAK_TEMPORAL_HOST_CACHE }) });
   let stopping = false;
   const crashes: Topology['crashes'] = [];
   let temporal = sys.temporal.proc;
@@ -148,7 +157,7 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
         await temporal.stop(120_000);
         for (let attempt = 1; ; attempt++) {
           try {
-            temporal = (await startTemporalCluster(sys.dir, { resume: true })).proc;
+            temporal = (await startTemporalCluster(sys.dir, { resume: true, hostCache: SOAK_TEMPORAL_HOST_CACHE })).proc;
             return;
           } catch (err) {
             // PostgreSQL may still be shutting down on a loaded machine: again, a few times.

@@ -1,4 +1,5 @@
-import { turnFigures } from '../../soak/figures';
+import { growth, growthProblem, turnFigures } from '../../soak/figures';
+import type { Sample } from '../../soak/sampler';
 import type { TurnRecord } from '../../soak/users';
 
 const turn = (over: Partial<TurnRecord>): TurnRecord =>
@@ -18,4 +19,55 @@ test("the soak judges a stream whole when it brought the turn's end, and up to i
     ['repeat', 'repeated 2'],
   ]);
   expect(f.streamsCutAtDeadline).toBe(2);
+});
+
+// A 10-minute run sampled every 4 s: warm-up 2 min, judged when watched 4 min past its warm-up.
+const MIN = 60_000;
+const window = { warmUpEnd: 2 * MIN, warmUpMs: 2 * MIN, minSpanMs: 4 * MIN };
+const series = (name: string, pid: number, from: number, to: number, mb: (t: number, i: number) => number, extra: Partial<Sample> = {}): Sample[] =>
+  Array.from({ length: Math.floor((to - from) / 4_000) + 1 }, (_, i) => {
+    const t = from + i * 4_000;
+    return { t, name, pid, rssMb: mb(t, i), fds: 50, ...extra };
+  });
+const judge = (samples: Sample[]) => growth(samples, window).map((g) => ({ g, problem: growthProblem(g) }));
+
+test('a steady climb after warm-up fails the soak; the same memory reached during warm-up and then flat does not', () => {
+  const [leak] = judge(series('api-1', 1, 0, 10 * MIN, (t) => 200 + (t / MIN) * 8));
+  expect(leak?.problem).toMatch(/api-1 \(pid 1\): RSS \d+ → \d+ MB/);
+  const [settled] = judge(series('api-1', 1, 0, 10 * MIN, (t) => (t < 2 * MIN ? 150 + (t / MIN) * 25 : 200)));
+  expect(settled?.problem).toBeUndefined();
+  expect(settled?.g).toMatchObject({ memKind: 'RSS', memFrom: 200, memTo: 200 });
+});
+
+test('a process restarted during the run is judged after a warm-up of its own, not from its first minute', () => {
+  // Started at 3 min; its heap fills for 2 min (+20 %), then holds.
+  const restarted = series('worker-1', 2, 3 * MIN, 10 * MIN, (t) => (t < 5 * MIN ? 250 + ((t - 3 * MIN) / MIN) * 50 : 350));
+  const [g] = judge(restarted);
+  expect(g?.g.skipped).toBeUndefined();
+  expect(g?.g.windowMs).toBeGreaterThanOrEqual(5 * MIN - 4_000);
+  expect(g?.problem).toBeUndefined();
+  expect(g?.g.memFrom).toBe(350);
+  // Started at 6 min: not watched 4 min past its own warm-up, so shown and not judged.
+  const [late] = judge(series('worker-1', 5, 6 * MIN, 10 * MIN, (t) => 250 + ((t - 6 * MIN) / MIN) * 50));
+  expect(late?.g.skipped).toMatch(/lived \d+ s after its warm-up/);
+  expect(late?.problem).toBeUndefined();
+});
+
+test("a heap's sawtooth is judged by the medians of a quarter of the window, not by the samples at its ends", () => {
+  // Collected every 40 s: 300 up to 380, then down again; flat on average. The last sample is a peak.
+  const saw = series('worker-2', 3, 0, 10 * MIN + 36_000, (_t, i) => 300 + (i % 10) * 9);
+  const [g] = judge(saw);
+  expect(saw.at(-1)?.rssMb).toBeGreaterThan(370);
+  expect(g?.problem).toBeUndefined();
+  expect(Math.abs((g?.g.memTo ?? 0) - (g?.g.memFrom ?? 0))).toBeLessThan(20);
+});
+
+test("a process tree is judged by the sum of its PSS, which counts a page its processes share once", () => {
+  // PostgreSQL: each backend touches more of the shared buffers, so the summed RSS climbs; PSS holds.
+  const pg = series("Temporal's PostgreSQL", 4, 0, 10 * MIN, (t) => 800 + (t / MIN) * 120).map((s) => ({ ...s, pssMb: 300 }));
+  const [g] = judge(pg);
+  expect(g?.g).toMatchObject({ memKind: 'PSS', memFrom: 300, memTo: 300 });
+  expect(g?.problem).toBeUndefined();
+  const growing = pg.map((s) => ({ ...s, pssMb: 300 + ((s.t - 0) / MIN) * 10 }));
+  expect(judge(growing)[0]?.problem).toMatch(/PSS \d+ → \d+ MB/);
 });
