@@ -6,10 +6,9 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@tempor
 import { ApplicationFailure, CancelledFailure, type SignalDefinition, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
-import { Failure } from './shared/failures';
 import type { PredecessorSeen, TurnMemory } from './shared/session';
 import { readLegacySession } from './legacy-sessions';
-import type { TurnResult } from './shared/turn';
+import { failedTurnRecord, type TurnResult } from './shared/turn';
 import { predecessorEndedSignal, type SessionSinks } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSignal'>): SessionLink {
@@ -103,10 +102,7 @@ async function lookAt(client: Pick<Client, 'workflow' | 'withAbortSignal'>, turn
 function memoryOf(end: ClosedTurn): TurnMemory | 'legacy' | undefined {
   // A completed turn without a memory ran in a session workflow (decision 0016), as did all before it.
   if (end.status === 'COMPLETED') return (end.value as TurnResult).memory ?? 'legacy';
-  if (end.status === 'FAILED' && end.cause instanceof ApplicationFailure && end.cause.type === Failure.TurnFailed) {
-    return (end.cause.details?.[0] as TurnResult | undefined)?.memory;
-  }
-  return undefined;
+  return end.status === 'FAILED' && end.cause instanceof ApplicationFailure ? failedTurnRecord(end.cause)?.memory : undefined;
 }
 
 /**

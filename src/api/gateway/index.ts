@@ -3,7 +3,7 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdate
 import { ApplicationFailure } from '@temporalio/common';
 import { sessionOfTurn, TURN_ID_PATTERN } from '../../shared/ids';
 import type { Catalog } from '../../shared/tool-types';
-import type { DirectToolCall, TurnState, ApprovalInput, ProvideInput } from '../../shared/turn';
+import { failedTurnRecord, type DirectToolCall, type TurnState, type ApprovalInput, type ProvideInput } from '../../shared/turn';
 import type { TurnSettings } from '../../config';
 import { Failure, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
@@ -159,10 +159,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
         const cause = err.cause;
-        if (cause instanceof ApplicationFailure && cause.type === Failure.TurnFailed && cause.details?.[0]) {
-          return cause.details[0] as TurnState;
-        }
-        return minimal(cause?.message ?? err.message);
+        return (cause instanceof ApplicationFailure ? failedTurnRecord(cause) : undefined) ?? minimal(cause?.message ?? err.message);
       }
       throw err;
     }
