@@ -350,10 +350,13 @@ async function main(): Promise<void> {
         phase = { phase: 'ready' };
         liveness?.startReaping();
         void reporter?.reportNow();
-        // One line for the servers that are up, one warning for each that is not.
+        // One line for the servers that are up, one for those that are not. A server that failed to
+        // connect was warned about by the pool already, with its reason and stderr; one waiting for a
+        // user's authorization is not a fault.
         const ready = statuses.filter((s) => s.state !== 'unavailable');
+        const down = statuses.filter((s) => s.state === 'unavailable');
         if (ready.length) logger.info({ servers: Object.fromEntries(ready.map((s) => [s.server, { state: s.state, tools: s.toolCount }])) }, `MCP servers ready: ${ready.map((s) => s.server).join(', ')}`);
-        for (const s of statuses) if (s.state === 'unavailable') logger.warn({ server: s.server, error: s.error }, 'MCP server unavailable');
+        if (down.length) logger.info({ servers: Object.fromEntries(down.map((s) => [s.server, s.error ?? 'unavailable'])) }, `MCP servers not connected at start: ${down.map((s) => s.server).join(', ')}`);
       },
       (err: unknown) => {
         phase = { phase: 'ready' };
