@@ -89,6 +89,7 @@ export function turnFigures(turns: TurnRecord[]): TurnFigures {
       if (cut) f.streamsCutAtDeadline++;
       const problem = streamProblem(t.ids, cut ? undefined : t.lastEventId);
       if (problem) f.streamFaults.push({ turnId: t.turnId, via: t.via, problem });
+      if (t.replayConflicts?.length) f.streamFaults.push({ turnId: t.turnId, via: t.via, problem: `sent again after a resend with other content: ids ${t.replayConflicts.join(', ')}` });
     }
   }
   return f;

@@ -26,6 +26,11 @@ export interface TurnSeen {
    * replica gone, a socket closed): its turn may have started, so its effects may be in the store.
    */
   unanswered?: boolean;
+  /**
+   * WebSocket only: ids the API sent again after the message was resent (which may bring a turn's
+   * events once more) whose event differed from the first one with that id: a real repeat.
+   */
+  replayConflicts?: number[];
 }
 
 const lastId = (seen: TurnSeen): number | undefined => (seen.ids.length ? Math.max(...seen.ids) : undefined);
@@ -192,6 +197,8 @@ export class WsSession {
     // Events of a turn not yet acknowledged wait here (the ack and the first events may cross); kept
     // while the socket is, since a resend on it does not bring them again for a running turn.
     let early: Array<Record<string, unknown>> = [];
+    // What each id brought first: an event sent again after a resend must be the same event.
+    const firstOf = new Map<number, string>();
     while (!done && Date.now() < deadline) {
       const last = lastId(seen);
       let closed: () => void = () => undefined;
@@ -199,8 +206,14 @@ export class WsSession {
       const ended = new Promise<void>((resolve) => (closed = resolve));
       const onEvent = (p: Record<string, unknown>) => {
         if (done) return;
-        if (resent && seen.ids.includes(Number(p.id))) return;
-        if (record(seen, Number(p.id), String(p.event), (p.data ?? {}) as Record<string, unknown>)) {
+        const id = Number(p.id);
+        const print = JSON.stringify([p.event, p.data]);
+        if (resent && firstOf.has(id)) {
+          if (firstOf.get(id) !== print) (seen.replayConflicts ??= []).push(id);
+          return;
+        }
+        firstOf.set(id, print);
+        if (record(seen, id, String(p.event), (p.data ?? {}) as Record<string, unknown>)) {
           done = true;
           closed();
         } else if (!dropped) {

@@ -1,6 +1,7 @@
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { effectFigures } from '../../soak/effects';
+import { turnFigures } from '../../soak/figures';
 import { WsSession, type TurnSeen } from '../../soak/streams';
 import type { TurnRecord } from '../../soak/users';
 import type { readStore } from '../../examples/servers/school/store';
@@ -64,6 +65,23 @@ test('an unavailable answer whose turn started anyway: the same key again, the s
   expect(api.keys).toEqual(['key-1', 'key-1']);
   expect(rec).toMatchObject({ turnId: 'turn-1', outcome: 'completed', ids: [1, 2, 3] });
   expect(rec.unanswered).toBeUndefined();
+});
+
+test('an event sent again after the resend must be the event first sent with that id: another one is a stream fault', async () => {
+  const api = await fakeApi((ws, n) => {
+    if (n === 1) {
+      send(ws, { type: 'error', payload: { code: 'unavailable', message: 'try again shortly' } });
+      event(ws, 'turn-2', 1, 'status');
+      return;
+    }
+    send(ws, { type: 'status', payload: { message: 'Working on it', turnId: 'turn-2', created: false } });
+    // Id 1 again, but another event than the one it brought first.
+    for (const [id, name] of [[1, 'text'], [2, 'text'], [3, 'done']] as const) event(ws, 'turn-2', id, name);
+  });
+  const rec = await turnThrough(api, 'key-4', 60_000);
+  expect(rec).toMatchObject({ turnId: 'turn-2', outcome: 'completed', ids: [1, 2, 3], replayConflicts: [1] });
+  const f = turnFigures([{ ...rec, user: 1, kind: 'pay', via: 'ws', sessionId: 's', submittedAt: 0, lastEventId: 3, streamEnded: true } as TurnRecord]);
+  expect(f.streamFaults).toEqual([{ turnId: 'turn-2', via: 'ws', problem: 'sent again after a resend with other content: ids 1' }]);
 });
 
 test('a refusal ends the message at once; a message never answered is refused at the deadline as unanswered', async () => {
