@@ -61,10 +61,13 @@ const isEmpty = (f, v) => v === undefined || v === '' || (f.kind === 'multi' && 
 const lengthOf = (v) => [...v].length;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+// A scheme, then either an authority with a host (https://host…) or an empty one before a path
+// (file:///…), or anything but "//" (mailto:a@b, urn:isbn:…): RFC 3986's absolute URI, loosely.
+const ABSOLUTE_URI = /^[a-z][a-z0-9+.-]*:(?:\/\/(?:[^\s/?#]+\S*|\/\S+)|(?!\/\/)\S+)$/i;
 
 function formatProblem(format, v) {
   if (format === 'email' && !EMAIL.test(v)) return 'must be an email address';
-  if ((format === 'uri' || format === 'url') && !/^[a-z][a-z0-9+.-]*:\/\/\S+$/i.test(v)) return 'must be a URL (https://…)';
+  if ((format === 'uri' || format === 'url') && !ABSOLUTE_URI.test(v)) return 'must be an absolute URI (https://…, mailto:…, urn:…)';
   if (format === 'date' && (!DATE.test(v) || Number.isNaN(Date.parse(v)))) return 'must be a date (YYYY-MM-DD)';
   return null;
 }

@@ -68,8 +68,8 @@ export const FORM_CASES: FormCase[] = [
   ...of('tag', 'ab', 'xaby', 'ba', 'a b'),
   ...of('email', 'grace@example.org', ''),
   ...badFormats('email', 'grace', 'grace@example', 'grace @example.org'),
-  ...of('homepage', 'https://example.org/x?y=1', ''),
-  ...badFormats('homepage', 'example.org', 'https://'),
+  ...of('homepage', 'https://example.org/x?y=1', '', 'mailto:ada@example.org', 'urn:isbn:0451450523', 'file:///tmp/notes.txt'),
+  ...badFormats('homepage', 'example.org', 'https://', 'https:///', 'mailto: ada@example.org'),
   ...of('birthdate', '2024-02-29', ''),
   ...badFormats('birthdate', '2024-13-01', '10/12/1815', '1815-12-1'),
   // Integer, bounds 1..10 inclusive; required.
