@@ -11,6 +11,7 @@ import type { Policy } from '../src/shared/policy';
 import type { UserContext } from '../src/shared/user';
 import { SESSION } from './options';
 import type { FloorShape } from './floor/workflows';
+import type { IoTurn } from './floor/io-turn';
 import { turnBreakdown } from './lib/history';
 import { turnResult } from './lib/turn-result';
 
@@ -34,6 +35,10 @@ export interface Paths {
   direct(toolSteps: number): Promise<string>;
   /** Temporal's floor: a workflow of `shape` with no-op activities on the same server (bench/floor). */
   floor(shape: FloorShape): Promise<void>;
+  /** Temporal's floor with a real turn's I/O (bench/floor/io-workflow.ts); resolves with its workflow id. */
+  ioFloor(turn: IoTurn): Promise<string>;
+  /** The I/O floor's schedule with no-op activities, for a turn of `calls` parallel tool calls. */
+  ioSchedule(calls: number): Promise<void>;
   /** The shape of a durable turn, read from its history. */
   shapeOf(turnId: string): Promise<FloorShape>;
 }
@@ -73,6 +78,14 @@ export function makePaths(sys: TestSystem, deps: InProcessDeps, policy: Policy, 
     },
     async floor(shape) {
       await sys.client.workflow.execute('floorTurn', { taskQueue: FLOOR_TASK_QUEUE, workflowId: `floor-${nextTag()}`, args: [shape] });
+    },
+    async ioFloor(turn) {
+      const workflowId = `floor-io-${nextTag()}`;
+      await sys.client.workflow.execute('floorIoTurn', { taskQueue: FLOOR_TASK_QUEUE, workflowId, args: [turn] });
+      return workflowId;
+    },
+    async ioSchedule(calls) {
+      await sys.client.workflow.execute('floorIoSchedule', { taskQueue: FLOOR_TASK_QUEUE, workflowId: `floor-ios-${nextTag()}`, args: [calls] });
     },
     async shapeOf(turnId) {
       const b = await turnBreakdown(sys.client.workflow.getHandle(turnId));

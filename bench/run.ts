@@ -119,8 +119,11 @@ async function main(): Promise<void> {
     ...(process.env.PAYLOAD_KEYS ? { payloadKeys: process.env.PAYLOAD_KEYS } : {}),
   });
   cleanups.push(() => sys.stop());
-  // Temporal's floor runs beside the project on the same dev server, in a worker process of its own.
-  const floorWorker = await spawnManaged('floor-worker', process.execPath, [path.join(__dirname, 'floor', 'worker.js'), sys.temporal.address, FLOOR_TASK_QUEUE], {
+  // Temporal's floor runs beside the project on the same dev server, in a worker process of its own; its
+  // I/O floor talks to the same demo model and the same MCP servers (the worker's MCP config), from ROOT as the worker.
+  const floorArgs = [path.join(__dirname, 'floor', 'worker.js'), sys.temporal.address, FLOOR_TASK_QUEUE, sys.model.url, sys.mcpConfigPath];
+  const floorWorker = await spawnManaged('floor-worker', process.execPath, floorArgs, {
+    cwd: ROOT,
     readyLine: /^FLOOR_WORKER_READY$/,
     readyTimeoutMs: 60_000,
   });

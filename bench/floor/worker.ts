@@ -1,10 +1,14 @@
 /**
  * The floor's worker, a process of its own so its CPU is metered like the project's worker:
- * `node dist/bench/floor/worker.js <temporal address> <task queue>`. Same SDK, default worker options.
+ * `node dist/bench/floor/worker.js <temporal address> <task queue> [<model base URL> <MCP config file>]`.
+ * Same SDK, default worker options. With the model and the MCP config, it runs the I/O floor's
+ * activities too (io-activities.ts): its MCP servers start at the first tool call and stop with it.
  */
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type InjectedSinks } from '@temporalio/worker';
 import type { ProtocolActivities, ProtocolSinks } from './protocols';
+import type { IoActivities } from './io-turn';
+import { ioActivities } from './io-activities';
 import { turnEndedSignal } from './protocols';
 import { loadPayloadKeyring } from '../../src/config';
 import { dataConverterFor } from '../../src/security/data-converter';
@@ -12,8 +16,10 @@ import { claimCheckFrom } from '../../src/config/claim-check';
 import { DEFAULT_CLAIM_CHECK_THRESHOLD } from '../../src/security/claim-check';
 
 async function main(): Promise<void> {
-  const [address, taskQueue] = process.argv.slice(2);
-  if (!address || !taskQueue) throw new Error('usage: node dist/bench/floor/worker.js <temporal address> <task queue>');
+  const [address, taskQueue, modelUrl, mcpConfigPath] = process.argv.slice(2);
+  if (!address || !taskQueue || (modelUrl !== undefined && mcpConfigPath === undefined)) {
+    throw new Error('usage: node dist/bench/floor/worker.js <temporal address> <task queue> [<model base URL> <MCP config file>]');
+  }
   const connection = await NativeConnection.connect({ address });
   // The floor pays for the same codecs as the host: sealed with PAYLOAD_KEYS (its client seals what it
   // starts), and measured against the claim check's threshold (its payloads never reach it).
@@ -21,7 +27,13 @@ async function main(): Promise<void> {
   const dataConverter = dataConverterFor(loadPayloadKeyring(process.env), claimCheck);
   // The session protocols' floor (protocols.ts) needs a client: a predecessor's result, the end's signal.
   const client = new Client({ connection: await Connection.connect({ address }), dataConverter });
-  const activities: ProtocolActivities = {
+  const io = modelUrl && mcpConfigPath ? ioActivities(modelUrl, mcpConfigPath) : undefined;
+  const notConfigured = (): never => {
+    throw new Error('floor worker: started without a model URL and MCP config, it has no I/O floor');
+  };
+  const activities: ProtocolActivities & IoActivities = {
+    model: io?.activities.model ?? notConfigured,
+    tool: io?.activities.tool ?? notConfigured,
     noop: async () => undefined,
     predecessorMemory: async (turnId) => (await client.workflow.getHandle(turnId).result()) as string[],
   };
@@ -38,8 +50,12 @@ async function main(): Promise<void> {
   };
   const worker = await Worker.create({ connection, taskQueue, workflowsPath: require.resolve('./workflows'), activities, sinks, dataConverter });
   process.stdout.write('FLOOR_WORKER_READY\n');
-  await worker.run();
-  await connection.close();
+  try {
+    await worker.run();
+  } finally {
+    await io?.close();
+    await connection.close();
+  }
 }
 
 main().catch((err: unknown) => {

@@ -23,3 +23,4 @@ export async function floorTurn(shape: FloorShape): Promise<void> {
 }
 
 export { floorChainTurn, floorLedger, floorSession, floorSessionTurn } from './protocols';
+export { floorIoSchedule, floorIoTurn } from './io-workflow';

@@ -2,7 +2,9 @@
  * 6. What the session costs a turn (issue 13 §2): the same 1-step turn through a new session (the API's
  * path: the message appended to the session index, then the turn started with the turns before it), through
  * one session turn after turn, and started directly as a standalone turn workflow with the same input (no session
- * at all: the lower bound of any session design), beside Temporal's floor of the turn's shape.
+ * at all: the lower bound of any session design), beside Temporal's floor of the turn's shape and the
+ * floor with the turn's I/O (the same model requests and MCP calls as a direct turn, no host code:
+ * bench/floor/io-workflow.ts, its requests captured from a direct turn at the start).
  * Interleaved latency, then CPU in blocks of each path alone, and history events per turn (the
  * session's added to the turn's).
  */
@@ -11,11 +13,17 @@ import { summarize, type Summary } from '../lib/stats';
 import { log, SESSION, type Options } from '../options';
 import type { FloorShape } from '../floor/workflows';
 import { RUN_TAG, type Paths } from '../paths';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ioTurnFrom, type IoTurn } from '../floor/io-turn';
+import { turnBreakdown } from '../lib/history';
 import { cpuSplit, floorPids, meter, type Pids } from './cpu';
 import { table } from '../lib/stats';
 
-type PathName = 'session' | 'sessionReused' | 'direct' | 'floor' | 'readOnly' | 'readOnlyFloor';
-const PATHS: readonly PathName[] = ['session', 'sessionReused', 'direct', 'floor', 'readOnly', 'readOnlyFloor'];
+type PathName = 'session' | 'sessionReused' | 'direct' | 'floor' | 'ioFloor' | 'ioSchedule' | 'readOnly' | 'readOnlyFloor';
+const PATHS: readonly PathName[] = ['session', 'sessionReused', 'direct', 'floor', 'ioFloor', 'ioSchedule', 'readOnly', 'readOnlyFloor'];
+/** The paths that run on the floor's worker (CPU metered on it and the server). */
+const ON_FLOOR: ReadonlySet<PathName> = new Set(['floor', 'ioFloor', 'ioSchedule', 'readOnlyFloor']);
 
 export interface SessionHopResult {
   turns: number;
@@ -26,26 +34,39 @@ export interface SessionHopResult {
   cpu: Record<PathName, { temporal: number; workers: number }>;
   /** History events per turn: the turn's own, and what its session added (the session path only). */
   events: { turn: number; session: number };
+  /** Encoded history bytes of one direct turn and one I/O floor turn (the floor carries the messages, the tool list by reference). */
+  historyBytes: { direct: number; ioFloor: number };
+  /** The I/O floor's parallel tool calls. */
+  ioCalls: number;
 }
 
 export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Paths, opts: Options, resetNotes: () => void): Promise<SessionHopResult> {
   resetNotes();
   const turns = Math.min(opts.turns, 40);
-  log(`session hop: 1 tool step, ${opts.warmup} warm-up + ${turns} measured turns per path (session, direct, floor), interleaved`);
+  log(`session hop: 1 tool step, ${opts.warmup} warm-up + ${turns} measured turns per path (session, direct, floors), interleaved`);
   const firstId = await paths.durable(1);
   const shape = await paths.shapeOf(firstId);
   const readOnlyShape = await paths.shapeOf(await paths.durable(1, true));
+  // The I/O floor replays what one direct turn sent the model (its MCP calls are in the second request).
+  sys.model.resetRequests();
+  const capturedId = await paths.direct(1);
+  const { tools, ...captured } = ioTurnFrom(sys.model.requests());
+  const ioTurn: IoTurn = { ...captured, toolsFile: path.join(sys.dir, 'io-floor-tools.json') };
+  writeFileSync(ioTurn.toolsFile, JSON.stringify(tools));
+  const ioFloorId = await paths.ioFloor(ioTurn);
   const run: Record<PathName, () => Promise<unknown>> = {
     session: () => paths.durable(1),
     // One conversation: each turn the next message of the same session (the session is cached and idle).
     sessionReused: () => paths.durable(1, false, `${SESSION}-hop-${RUN_TAG}`),
     direct: () => paths.direct(1),
     floor: () => paths.floor(shape),
+    ioFloor: () => paths.ioFloor(ioTurn),
+    ioSchedule: () => paths.ioSchedule(ioTurn.calls.length),
     readOnly: () => paths.durable(1, true),
     readOnlyFloor: () => paths.floor(readOnlyShape),
   };
   for (let i = 0; i < opts.warmup; i++) for (const p of PATHS) await run[p]();
-  const samples: Record<PathName, number[]> = { session: [], sessionReused: [], direct: [], floor: [], readOnly: [], readOnlyFloor: [] };
+  const samples = Object.fromEntries(PATHS.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
   for (let i = 0; i < turns; i++) {
     // Rotate which path goes first so none always runs right after another.
     for (let j = 0; j < PATHS.length; j++) {
@@ -58,7 +79,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
   log(`session hop: CPU blocks of ${turns} turns per path`);
   const cpu = {} as SessionHopResult['cpu'];
   for (const p of PATHS) {
-    const m = meter(p === 'floor' || p === 'readOnlyFloor' ? floorPids(pids) : pids, false);
+    const m = meter(ON_FLOOR.has(p) ? floorPids(pids) : pids, false);
     for (let i = 0; i < turns; i++) await run[p]();
     const used = cpuSplit(m.stop(), turns);
     cpu[p] = { temporal: used.temporal, workers: used.workers };
@@ -75,6 +96,11 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
     latency: Object.fromEntries(PATHS.map((p) => [p, summarize(samples[p])])) as Record<PathName, Summary>,
     cpu,
     events: { turn: turnEvents, session: sessionEvents },
+    ioCalls: ioTurn.calls.length,
+    historyBytes: {
+      direct: (await turnBreakdown(sys.client.workflow.getHandle(capturedId))).historyBytes,
+      ioFloor: (await turnBreakdown(sys.client.workflow.getHandle(ioFloorId))).historyBytes,
+    },
   };
 }
 
@@ -86,9 +112,12 @@ export function renderSessionHop(r: SessionHopResult): string {
     sessionReused: 'through one session, turn after turn (the memory the turn before handed on)',
     direct: 'turn started directly',
     floor: `floor (${r.shape.local} local + ${r.shape.regular})`,
+    ioFloor: "floor with the turn's I/O (model stream + MCP calls, no host code)",
+    ioSchedule: `its schedule, no-op activities (1 local, 1, ${r.ioCalls} in parallel, 1)`,
     readOnly: 'read-only tools only, through a new session',
     readOnlyFloor: `its floor (${r.readOnlyShape.local} local + ${r.readOnlyShape.regular})`,
   };
+  const cpuOf = (p: PathName) => r.cpu[p].temporal + r.cpu[p].workers;
   const rows = PATHS.map((p) => {
     const floor = p.startsWith('readOnly') ? 'readOnlyFloor' : 'floor';
     return [
@@ -98,9 +127,10 @@ export function renderSessionHop(r: SessionHopResult): string {
       x(r.latency[p].p50, r.latency[floor].p50),
       f(r.cpu[p].temporal),
       f(r.cpu[p].workers),
-      x(r.cpu[p].temporal + r.cpu[p].workers, r.cpu[floor].temporal + r.cpu[floor].workers),
+      x(cpuOf(p), cpuOf(floor)),
     ];
   });
+  const againstIo = (['direct', 'sessionReused', 'session'] as const).map((p) => `${label[p]} ${x(r.latency[p].p50, r.latency.ioFloor.p50)} p50, ${x(cpuOf(p), cpuOf('ioFloor'))} CPU`);
   return [
     `6. What the session costs: 1-tool-step turns, ${r.turns} per path, interleaved; CPU ms per turn in blocks of each path alone; ` +
       'the read-only turn (two everything__echo calls, local activities) against the floor of its own shape',
@@ -108,5 +138,9 @@ export function renderSessionHop(r: SessionHopResult): string {
     `Session hop: +${f(r.latency.session.p50 - r.latency.direct.p50)} ms p50 and +${f(r.cpu.session.temporal + r.cpu.session.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms CPU per turn over starting the turn directly ` +
       `(+${f(r.latency.sessionReused.p50 - r.latency.direct.p50)} ms and +${f(r.cpu.sessionReused.temporal + r.cpu.sessionReused.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms in a session that exists); ` +
       `history: the turn ${r.events.turn} events, its new session ${r.events.session} more.`,
+    `The turn's I/O itself (the I/O floor over its schedule with no-op activities): +${f(r.latency.ioFloor.p50 - r.latency.ioSchedule.p50)} ms p50, +${f(cpuOf('ioFloor') - cpuOf('ioSchedule'))} ms CPU per turn. ` +
+      `Against the floor with the turn's I/O: ${againstIo.join('; ')}. ` +
+      `History bytes: a direct turn ${r.historyBytes.direct}, the I/O floor ${r.historyBytes.ioFloor} (the messages in its input and model calls, the tool list by reference). ` +
+      'CPU of the MCP server processes is counted on neither side (only the worker processes and the server are metered).',
   ].join('\n');
 }
