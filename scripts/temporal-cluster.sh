@@ -27,6 +27,8 @@
 # Environment: TEMPORAL_CLI (default .tools/venv/bin/temporal), TEMPORAL_LOG_LEVEL (server log level,
 # default warn), TEMPORAL_RETENTION (namespace retention, default 72h), TEMPORAL_HOST_CACHE (how many
 # workflows' mutable states the history service keeps in memory, default 8192 as the dev server),
+# TEMPORAL_PG_SETTINGS (PostgreSQL settings for its database, space-separated name=value, e.g.
+# "shared_buffers=16MB"; none by default),
 # TEMPORAL_GOTOOLCHAIN (GOTOOLCHAIN for the build, default auto: the module asks for a newer Go than may
 # be installed, and the go command fetches that toolchain through the module proxy).
 set -euo pipefail
@@ -212,7 +214,9 @@ ADDRESS=127.0.0.1:$PORT
 # --- PostgreSQL ---------------------------------------------------------------------------------------
 log "starting PostgreSQL on 127.0.0.1:$PG_PORT ($DIR/pg)"
 : >"$DIR/postgres.out" # before the loop below reads it (the background job's redirection may come later)
-node "$ROOT/scripts/postgres.mjs" --dir "$DIR/pg" --port "$PG_PORT" --password "$PG_PASSWORD" \
+PG_SET=()
+for setting in ${TEMPORAL_PG_SETTINGS:-}; do PG_SET+=(--set "$setting"); done
+node "$ROOT/scripts/postgres.mjs" --dir "$DIR/pg" --port "$PG_PORT" --password "$PG_PASSWORD" "${PG_SET[@]}" \
   >"$DIR/postgres.out" 2>"$DIR/postgres.log" &
 PG_PID=$!
 for ((i = 0; ; i++)); do

