@@ -117,6 +117,11 @@ export interface Growth {
   fdsTo: number;
   mcpFrom?: number;
   mcpTo?: number;
+  /** Workers: the V8 heap in use (MB) and the SDK's sticky cache (runs), medians of the same quarters; reported, not judged. */
+  heapFrom?: number;
+  heapTo?: number;
+  stickyFrom?: number;
+  stickyTo?: number;
   /** Why the instance was not judged (too short-lived after warm-up), or undefined. */
   skipped?: string;
   /** How long after warm-up it was watched (ms): memory is judged only over RSS_MIN_WINDOW_MS. */
@@ -171,11 +176,20 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
       memFrom: median(first.map(memoryMb)), memTo: median(last.map(memoryMb)),
       fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(end.map((s) => s.fds)),
       ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(end.map((s) => s.mcp ?? 0)) } : {}),
+      ...quarters(first, last, 'heapUsedMb', 'heap'),
+      ...quarters(first, last, 'stickyCache', 'sticky'),
     };
     if (judged.length < 6 || span < w.minSpanMs) g.skipped = `lived ${Math.round(span / 1000)} s after its warm-up (< ${Math.round(w.minSpanMs / 1000)} s)`;
     out.push(g);
   }
   return out;
+}
+
+/** `{<as>From, <as>To}`: the medians of a figure over the first and the last quarter, where samples have it. */
+function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'stickyCache', as: 'heap' | 'sticky'): Partial<Growth> {
+  const a = first.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
+  const b = last.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
+  return a.length && b.length ? { [`${as}From`]: median(a), [`${as}To`]: median(b) } : {};
 }
 
 /** What breaks the rules of the soak in a growth row (memory ≤ +10 %, fds and MCP connections flat). */

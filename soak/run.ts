@@ -7,7 +7,7 @@ import { schedule, runFaults } from './faults';
 import { awaitLate, inBatches, turnRow } from './late';
 import { growth, latencySeries, percentile, turnFigures } from './figures';
 import { failures, markdown, overall, type SoakFigures } from './report';
-import { sample, type Sample, type Watched } from './sampler';
+import { addWorkerMetrics, sample, type Sample, type Watched } from './sampler';
 import { soakSvg } from './svg';
 import { fetchTurn } from './streams';
 import { startTopology, type Topology } from './topology';
@@ -95,8 +95,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     log(`${o.users} users for ${o.minutes} min through ${base}`);
     const samples: Sample[] = [];
     const sampleEvery = Math.max(2_000, durationMs / 150);
-    const sampler = setInterval(() => samples.push(...sample(watched(topo), paymentsPort)), sampleEvery);
-    samples.push(...sample(watched(topo), paymentsPort));
+    const metricsPortOf = (pid: number) => topo.workers.find((w) => w.proc.pid === pid)?.metricsPort;
+    const takeSample = async () => {
+      const taken = sample(watched(topo), paymentsPort);
+      await addWorkerMetrics(taken, metricsPortOf);
+      samples.push(...taken);
+    };
+    const sampler = setInterval(() => void takeSample(), sampleEvery);
+    await takeSample();
     const faults = runFaults(topo, schedule(durationMs), start, log);
     const turns: TurnRecord[] = [];
     // The users go on past T until every fault of the schedule has run (a slow restart delays the rest).

@@ -17,6 +17,9 @@ export interface Sample {
   fds: number;
   /** Workers only: stdio MCP server processes + open connections to the HTTP MCP server. */
   mcp?: number;
+  /** Workers only, from their GET /metrics: the V8 heap in use (MB) and the SDK's sticky workflow cache (runs). */
+  heapUsedMb?: number;
+  stickyCache?: number;
 }
 
 export interface Watched {
@@ -113,4 +116,40 @@ export function sample(watched: Watched[], mcpHttpPort: number, t = Date.now()):
     out.push(s);
   }
   return out;
+}
+
+/** The sum of a Prometheus metric's samples (all label sets) in an exposition text, or undefined. */
+export function metricSum(text: string, name: string): number | undefined {
+  let sum: number | undefined;
+  for (const line of text.split('\n')) {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`).exec(line);
+    if (m) sum = (sum ?? 0) + Number(m[1]);
+  }
+  return sum;
+}
+
+/**
+ * Adds what each worker's GET /metrics says (heap in use, the sticky cache's size) to its sample;
+ * a worker that does not answer within 2 s (starting, killed) is left as it is.
+ */
+export async function addWorkerMetrics(samples: Sample[], metricsPortOf: (pid: number) => number | undefined): Promise<void> {
+  await Promise.all(
+    samples
+      .filter((s) => s.mcp !== undefined)
+      .map(async (s) => {
+        const port = metricsPortOf(s.pid);
+        if (!port) return;
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(2_000) });
+          if (!res.ok) return;
+          const text = await res.text();
+          const heap = metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes');
+          const sticky = metricSum(text, 'temporal_sticky_cache_size');
+          if (heap !== undefined) s.heapUsedMb = heap / (1024 * 1024);
+          if (sticky !== undefined) s.stickyCache = sticky;
+        } catch {
+          // Not answering now: no figure for this sample.
+        }
+      }),
+  );
 }

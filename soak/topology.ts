@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { ManagedProcess } from '../src/cli/processes';
+import { freePort, type ManagedProcess } from '../src/cli/processes';
 import type { DemoRules } from '../src/demo-model/rules';
 import { startApiProcess } from '../tests/helpers/api-process';
 import { startPostgres, type TestPostgres } from '../tests/helpers/postgres';
@@ -24,6 +24,8 @@ export interface Slot {
   /** Starts counted by the supervisor: kills planned by the schedule, and exits nobody asked for. */
   planned: number;
   unplanned: number;
+  /** Workers: the port of the process's GET /metrics (WORKER_METRICS_PORT), new at each start. */
+  metricsPort?: number;
 }
 
 export interface Topology {
@@ -122,8 +124,15 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     }
     const workers: Slot[] = [];
     for (let i = 0; i < 3; i++) {
-      const startWorker = () => sys.startWorker(workerEnv);
-      const slot: Slot = { name: `worker-${i + 1}`, proc: await startWorker(), planned: 0, unplanned: 0 };
+      // Each worker serves its metrics (the SDK's sticky cache, the V8 heap) for the sampler.
+      const slot = { name: `worker-${i + 1}`, planned: 0, unplanned: 0 } as Slot;
+      const startWorker = async () => {
+        const port = await freePort();
+        const proc = await sys.startWorker({ ...workerEnv, WORKER_METRICS_PORT: String(port) });
+        slot.metricsPort = port;
+        return proc;
+      };
+      slot.proc = await startWorker();
       workers.push(slot);
       supervise(slot, startWorker);
     }

@@ -1,5 +1,5 @@
 import { growth, growthProblem, turnFigures } from '../../soak/figures';
-import type { Sample } from '../../soak/sampler';
+import { metricSum, type Sample } from '../../soak/sampler';
 import type { TurnRecord } from '../../soak/users';
 
 const turn = (over: Partial<TurnRecord>): TurnRecord =>
@@ -70,4 +70,22 @@ test("a process tree is judged by the sum of its PSS, which counts a page its pr
   expect(g?.problem).toBeUndefined();
   const growing = pg.map((s) => ({ ...s, pssMb: 300 + ((s.t - 0) / MIN) * 10 }));
   expect(judge(growing)[0]?.problem).toMatch(/PSS \d+ → \d+ MB/);
+});
+
+test("a worker's metrics are read from its Prometheus text, every label set summed; its heap and sticky cache are reported by quarters", () => {
+  const text = [
+    '# HELP temporal_sticky_cache_size Current number of cached workflows',
+    'temporal_sticky_cache_size{namespace="default",task_queue="durable-mcp-host"} 12',
+    'temporal_sticky_cache_size{namespace="other",task_queue="x"} 3',
+    'dmh_worker_nodejs_heap_size_used_bytes 104857600',
+    'temporal_sticky_cache_size_total 99',
+  ].join('\n');
+  expect(metricSum(text, 'temporal_sticky_cache_size')).toBe(15);
+  expect(metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes')).toBe(104857600);
+  expect(metricSum(text, 'absent')).toBeUndefined();
+  const worker = series('worker-3', 6, 0, 10 * MIN, () => 350, { mcp: 7 }).map((s, i) => ({ ...s, heapUsedMb: 100 + i / 10, stickyCache: Math.min(40, i) }));
+  const [g] = judge(worker);
+  expect(g?.g.heapFrom).toBeGreaterThan(100);
+  expect(g?.g.heapTo).toBeGreaterThan(g?.g.heapFrom ?? Infinity);
+  expect(g?.g).toMatchObject({ stickyFrom: 40, stickyTo: 40 });
 });
