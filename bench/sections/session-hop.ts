@@ -106,7 +106,9 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
 
 export function renderSessionHop(r: SessionHopResult): string {
   const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
-  const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  const f = (n: number) => (Math.abs(n) >= 100 ? n.toFixed(0) : n.toFixed(1));
+  // A difference, with its sign either way (+12.0, −3.5).
+  const d = (n: number) => `${n < 0 ? '−' : '+'}${f(Math.abs(n))}`;
   const label: Record<PathName, string> = {
     session: 'through a new session (API path)',
     sessionReused: 'through one session, turn after turn (the memory the turn before handed on)',
@@ -135,10 +137,10 @@ export function renderSessionHop(r: SessionHopResult): string {
     `6. What the session costs: 1-tool-step turns, ${r.turns} per path, interleaved; CPU ms per turn in blocks of each path alone; ` +
       'the read-only turn (two everything__echo calls, local activities) against the floor of its own shape',
     table(['path', 'p50 ms', 'p99 ms', 'p50/floor', 'CPU temporal', 'CPU worker', 'CPU/floor'], rows),
-    `Session hop: +${f(r.latency.session.p50 - r.latency.direct.p50)} ms p50 and +${f(r.cpu.session.temporal + r.cpu.session.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms CPU per turn over starting the turn directly ` +
-      `(+${f(r.latency.sessionReused.p50 - r.latency.direct.p50)} ms and +${f(r.cpu.sessionReused.temporal + r.cpu.sessionReused.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms in a session that exists); ` +
+    `Session hop: ${d(r.latency.session.p50 - r.latency.direct.p50)} ms p50 and ${d(r.cpu.session.temporal + r.cpu.session.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms CPU per turn over starting the turn directly ` +
+      `(${d(r.latency.sessionReused.p50 - r.latency.direct.p50)} ms and ${d(r.cpu.sessionReused.temporal + r.cpu.sessionReused.workers - r.cpu.direct.temporal - r.cpu.direct.workers)} ms in a session that exists); ` +
       `history: the turn ${r.events.turn} events, its new session ${r.events.session} more.`,
-    `The turn's I/O itself (the I/O floor over its schedule with no-op activities): +${f(r.latency.ioFloor.p50 - r.latency.ioSchedule.p50)} ms p50, +${f(cpuOf('ioFloor') - cpuOf('ioSchedule'))} ms CPU per turn. ` +
+    `The turn's I/O itself (the I/O floor over its schedule with no-op activities): ${d(r.latency.ioFloor.p50 - r.latency.ioSchedule.p50)} ms p50, ${d(cpuOf('ioFloor') - cpuOf('ioSchedule'))} ms CPU per turn. ` +
       `Against the floor with the turn's I/O: ${againstIo.join('; ')}. ` +
       `History bytes: a direct turn ${r.historyBytes.direct}, the I/O floor ${r.historyBytes.ioFloor} (the messages in its input and model calls, the tool list by reference). ` +
       'CPU of the MCP server processes is counted on neither side (only the worker processes and the server are metered).',
