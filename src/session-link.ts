@@ -8,7 +8,8 @@ import type { InjectedSinks } from '@temporalio/worker';
 import type { SessionLink } from './activities/session-link';
 import type { PredecessorSeen, TurnMemory } from './shared/session';
 import { readLegacySession } from './legacy-sessions';
-import { failedTurnRecord, type TurnResult } from './shared/turn';
+import { failedTurnRecord } from './shared/failures';
+import type { TurnResult } from './shared/turn';
 import { predecessorEndedSignal, type SessionSinks } from './workflows/definitions';
 
 export function createSessionLink(client: Pick<Client, 'workflow' | 'withAbortSignal'>): SessionLink {

@@ -1,3 +1,5 @@
+import type { TurnResult } from './turn';
+
 /**
  * The closed set of failure types that cross Temporal (activity failures, turn results, update
  * rejections). Code decides on the type; messages are for people only and may be reworded freely.
@@ -70,4 +72,12 @@ export function failureTypeOf(err: unknown): FailureType | undefined {
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * The record a turn that failed as a turn carries (its failure's first detail: the state it ended in,
+ * and the memory it began with), or undefined for any other failure: Temporal's, a timeout, a cancel.
+ */
+export function failedTurnRecord(cause: { type?: string | null; details?: unknown[] | null } | undefined): TurnResult | undefined {
+  return cause?.type === Failure.TurnFailed ? ((cause.details?.[0] ?? undefined) as TurnResult | undefined) : undefined;
 }

@@ -1,4 +1,3 @@
-import { Failure } from './failures';
 import type { Policy } from './policy';
 import type { UserContext } from './user';
 
@@ -301,14 +300,6 @@ export interface PendingApproval {
  * memory is not part of the state the turnState query answers.
  */
 export type TurnResult = TurnState & { memory?: TurnMemory };
-
-/**
- * The record a turn that failed as a turn carries (its failure's first detail: the state it ended in,
- * and the memory it began with), or undefined for any other failure: Temporal's, a timeout, a cancel.
- */
-export function failedTurnRecord(cause: { type?: string | null; details?: unknown[] | null } | undefined): TurnResult | undefined {
-  return cause?.type === Failure.TurnFailed ? ((cause.details?.[0] ?? undefined) as TurnResult | undefined) : undefined;
-}
 
 export interface TurnState {
   turnId: string;

@@ -3,9 +3,9 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdate
 import { ApplicationFailure } from '@temporalio/common';
 import { sessionOfTurn, TURN_ID_PATTERN } from '../../shared/ids';
 import type { Catalog } from '../../shared/tool-types';
-import { failedTurnRecord, type DirectToolCall, type TurnState, type ApprovalInput, type ProvideInput } from '../../shared/turn';
+import type { DirectToolCall, TurnState, ApprovalInput, ProvideInput } from '../../shared/turn';
 import type { TurnSettings } from '../../config';
-import { Failure, failureTypeOf } from '../../shared/failures';
+import { Failure, failedTurnRecord, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
 import type { UserContext } from '../../shared/user';
 import type { SessionView, TurnMemory } from '../../shared/session';
