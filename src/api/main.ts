@@ -1,6 +1,6 @@
 // First: tracing patches modules (http) as they load.
 import { tracing } from '../telemetry/register-api';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, turnSettingsFrom } from '../config';
 import { createPayloadCodec } from '../security/payload-codec';
@@ -12,6 +12,7 @@ import { buildApp } from './app';
 import { createAuthenticator, issuerAndAudience, loadAuthConfig, mintDevToken } from './auth';
 import { DEMO_USERS, type DemoRole } from '../config/local-mode';
 import { createTemporalGateway, ensureSearchAttributes } from './gateway';
+import { connectTemporal } from './gateway/connection';
 import { postgresSessionIndex } from './sessions/pg-index';
 import { createLiveTextHub } from '../live/hub';
 import { loadPolicyFile } from '../config/policy';
@@ -61,10 +62,10 @@ async function main(): Promise<void> {
   const auth = createAuthenticator(loadAuthConfig(env));
   const policy = reloadableFile({ file: env.POLICY_FILE, what: 'policy', load: loadPolicyFile, logger, pollMs: env.CONFIG_POLL_MS });
   const stopReloading = reloadOnSighup([host, policy]);
-  const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
+  const temporal = await connectTemporal({ address: env.TEMPORAL_ADDRESS });
   // Starts, updates, signals and queries carry the request's trace to the workflows (their headers).
   const client = new Client({
-    connection,
+    connection: temporal.connection,
     namespace: env.TEMPORAL_NAMESPACE,
     interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
     // Large payloads (a long answer read back) by reference, as the workers store them (0022-claim-check.md).
@@ -142,7 +143,7 @@ async function main(): Promise<void> {
     await bus?.close();
     await pool?.end();
     liveHub.close();
-    await connection.close();
+    await temporal.close();
     await tracing.shutdown();
     process.exit(0);
   };

@@ -3,7 +3,7 @@ import type { ProviderName } from '../../src/llm/client';
 import { providerCase, workerEnvFor } from './providers';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { FastifyInstance } from 'fastify';
@@ -14,6 +14,7 @@ import { buildApp } from '../../src/api/app';
 import { createAuthenticator, mintDevToken } from '../../src/api/auth';
 import { setDefaultToken } from './http';
 import { createTemporalGateway, ensureSearchAttributes, type TurnReads } from '../../src/api/gateway';
+import { connectTemporal } from '../../src/api/gateway/connection';
 import { type ManagedProcess, freePort, spawnManaged, startTemporalDevServer, type TemporalDevServer } from '../../src/cli/processes';
 import { turnSettingsFrom } from '../../src/config';
 import { HostConfigSchema } from '../../src/config/host-schema';
@@ -106,17 +107,23 @@ export function temporalDatabaseBytes(dir: string): Buffer {
   return Buffer.concat(parts);
 }
 
-export async function connectClient(address: string, dataConverter: DataConverter = {}): Promise<Client> {
+/** A client as the API connects it (src/api/main.ts), and the close that is safe at any moment. */
+export async function connectClient(address: string, dataConverter: DataConverter = {}): Promise<{ client: Client; close(): Promise<void> }> {
   // The port opens a moment before the frontend serves; retry briefly.
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
-      const connection = await Connection.connect({ address });
-      // As the API connects (src/api/main.ts): starts, updates and signals carry the trace context.
-      const client = new Client({ connection, dataConverter, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
-      await client.workflowService.getSystemInfo({});
-      await ensureSearchAttributes(client, 'default');
-      return client;
+      const temporal = await connectTemporal({ address });
+      // Starts, updates and signals carry the trace context, as the API's do.
+      const client = new Client({ connection: temporal.connection, dataConverter, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
+      try {
+        await client.workflowService.getSystemInfo({});
+        await ensureSearchAttributes(client, 'default');
+      } catch (err) {
+        await temporal.close();
+        throw err;
+      }
+      return { client, close: () => temporal.close() };
     } catch (err) {
       if (Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 250));
@@ -217,8 +224,8 @@ export async function startSystem(opts: SystemOptions = {}): Promise<TestSystem>
     const claimCheckDir = path.join(dir, 'claim-check');
     const keyring = opts.payloadKeys ? { keys: parsePayloadKeys(opts.payloadKeys, 'payloadKeys') } : undefined;
     const claimCheck = { store: directoryBlobStore(claimCheckDir), thresholdBytes: Number(opts.workerEnv?.['CLAIM_CHECK_THRESHOLD_BYTES'] ?? DEFAULT_CLAIM_CHECK_THRESHOLD) };
-    const client = await connectClient(temporal.address, dataConverterFor(keyring, claimCheck));
-    cleanups.push(() => client.connection.close());
+    const { client, close: closeClient } = await connectClient(temporal.address, dataConverterFor(keyring, claimCheck));
+    cleanups.push(closeClient);
 
     const rules = opts.rules ?? (JSON.parse((await import('node:fs')).readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules);
     const model = await startDemoModel({ rules });

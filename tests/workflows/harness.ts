@@ -59,8 +59,8 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
     const server = temporal;
     cleanups.push(() => server.proc.stop());
     // connectClient waits for the frontend and registers the custom search attributes.
-    const client = await connectClient(server.address);
-    cleanups.push(() => client.connection.close());
+    const { client, close: closeClient } = await connectClient(server.address);
+    cleanups.push(closeClient);
     const connection = await NativeConnection.connect({ address: server.address });
     cleanups.push(() => connection.close());
     return { client, connection, bundle: await bundling, stop };
