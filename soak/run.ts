@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DemoRules } from '../src/demo-model/rules';
 import { EXAMPLE_RULES, requireBuild } from '../tests/helpers/system';
@@ -118,10 +118,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     void faults.then(() => {
       faultsDone = true;
     });
+    const storeKb = (): number => Math.round(statSync(topo.sys.dataFile).size / 1024);
     const stopWatch = setInterval(() => {
       if (!going() && !stoppedAt) stoppedAt = Date.now();
     }, 200);
-    const progress = setInterval(() => log(`${Math.round((Date.now() - start) / 1000)} s: ${turns.length} turns, ${turns.filter((t) => t.outcome === 'completed').length} completed`), 30_000);
+    const progress = setInterval(() => log(`${Math.round((Date.now() - start) / 1000)} s: ${turns.length} turns, ${turns.filter((t) => t.outcome === 'completed').length} completed, school store ${storeKb()} KB`), 30_000);
     const marks = await faults;
     await Promise.all(users);
     clearInterval(stopWatch);

@@ -69,6 +69,15 @@ export const SOAK_TEMPORAL_HOST_CACHE = 256;
 export const SOAK_TEMPORAL_PG_SETTINGS = ['shared_buffers=16MB', 'max_files_per_process=64'];
 const temporalOptions = { hostCache: SOAK_TEMPORAL_HOST_CACHE, postgresSettings: SOAK_TEMPORAL_PG_SETTINGS };
 
+/**
+ * Each worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS), for the same reason again. At the SDK's
+ * default (about 1,100 runs here) a worker kept every run whose task it last took, so the runs cached
+ * on the longest-lived worker went from 16-21 to 42-64 over a run (2026-11-26) while its main-thread
+ * heap stayed flat. At 32, above the ~17 turns a worker runs at once, the cache is full within the
+ * warm-up, and whatever grows after it is not the cache.
+ */
+export const SOAK_WORKER_CACHED_WORKFLOWS = 32;
+
 export async function startTopology(rules: DemoRules, log: (line: string) => void): Promise<Topology> {
   const soakRules: DemoRules = { ...rules, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(rules.scripts ?? [])] };
   log('starting Temporal (the full server on PostgreSQL), the demo model and the school servers');
@@ -88,7 +97,7 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000' };
     const proxy = await startProxy([]);
     sys.onStop(() => proxy.close());
-    const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres' };
+    const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
 
     const supervise = (slot: Slot, start: () => Promise<ManagedProcess>, onStart: (proc: ManagedProcess) => void = () => undefined): void => {
       void slot.proc.exited.then(async () => {

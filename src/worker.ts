@@ -12,7 +12,7 @@ import { busLiveTransport } from './live/pg-bus';
 import { postgresWorkerReports, type WorkerPhase } from './health/reports';
 import { AuditLog, DEFAULT_REDACTION, loadRedactionRules } from './audit';
 import { postgresAuditStore } from './audit/pg-store';
-import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, oauthRedirectUrl } from './config';
+import { ConfigError, loadEnvConfig, loadHostConfig, loadPayloadKeyring, oauthRedirectUrl, workflowCacheOptions } from './config';
 import { claimCheckFrom } from './config/claim-check';
 import { dataConverterFor } from './security/data-converter';
 import { namespaceRetentionMs, startClaimCheckSweeper } from './security/claim-check-sweep';
@@ -254,6 +254,7 @@ async function main(): Promise<void> {
       // this (10 s by default). A live worker takes its sticky tasks within milliseconds, so 3 s costs a
       // busy one at most a replay elsewhere.
       stickyQueueScheduleToStartTimeout: '3 seconds',
+      ...workflowCacheOptions(env.WORKER_MAX_CACHED_WORKFLOWS),
       // Heartbeats keep the SDK's throttle (80% of the heartbeat timeout). A 1 s maximum was tried and
       // stopped a cancelled turn's task from being cancelled on its server (tests/e2e/tasks.e2e.test.ts),
       // so the tool heartbeat timeout is 10 s instead of 5 s (docs/SCALING.md, "A crashed worker").

@@ -86,6 +86,17 @@ const EnvSchema = z.object({
   WORKER_LIVENESS_DIR: z.string().min(1).default('.data/workers'),
   WORKER_LIVENESS_MS: z.coerce.number().int().min(50, 'must be at least 50 (milliseconds)').max(60_000).default(250),
   /**
+   * Worker: how many workflow runs it keeps in its sticky cache (the SDK's maxCachedWorkflows); each
+   * costs memory in the workflow thread. Unset: the SDK's default, sized to the machine's memory.
+   * A run not cached is replayed from its history at its next task; 0 turns the cache off.
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce
+    .number()
+    .int('must be a whole number')
+    .max(100_000)
+    .refine((n) => n === 0 || n >= 2, 'must be 0 (no cache) or at least 2')
+    .optional(),
+  /**
    * PostgreSQL shared by the API replicas (live text across replicas, shared rate limits) and, with
    * the workers, the OAuth token store; e.g. postgres://user:password@db:5432/dmh. Unset: one API
    * process, state in memory, OAuth tokens in sealed files (OAUTH_STORE_DIR).
@@ -322,4 +333,17 @@ export function oauthRedirectUrl(env: Pick<EnvConfig, 'OAUTH_REDIRECT_URL' | 'AP
   if (env.OAUTH_REDIRECT_URL) return env.OAUTH_REDIRECT_URL;
   const host = env.API_HOST === '0.0.0.0' || env.API_HOST === '::' ? '127.0.0.1' : env.API_HOST;
   return `http://${host.includes(':') ? `[${host}]` : host}:${env.API_PORT}${OAUTH_CALLBACK_PATH}`;
+}
+
+/** The SDK's default for the workflow tasks a worker runs at once. */
+const SDK_WORKFLOW_TASK_SLOTS = 40;
+
+/**
+ * The worker's sticky-cache options from WORKER_MAX_CACHED_WORKFLOWS: a cache smaller than the SDK's
+ * 40 workflow task slots brings the slots down to it (the SDK requires that, and would warn).
+ */
+export function workflowCacheOptions(max: number | undefined): { maxCachedWorkflows?: number; maxConcurrentWorkflowTaskExecutions?: number } {
+  if (max === undefined) return {};
+  if (max === 0 || max >= SDK_WORKFLOW_TASK_SLOTS) return { maxCachedWorkflows: max };
+  return { maxCachedWorkflows: max, maxConcurrentWorkflowTaskExecutions: max };
 }
