@@ -28,7 +28,8 @@
 # default warn), TEMPORAL_RETENTION (namespace retention, default 72h), TEMPORAL_HOST_CACHE (how many
 # workflows' mutable states the history service keeps in memory, default 8192 as the dev server),
 # TEMPORAL_PG_SETTINGS (PostgreSQL settings for its database, space-separated name=value, e.g.
-# "shared_buffers=16MB"; none by default),
+# "shared_buffers=16MB"; none by default), TEMPORAL_SQL_MAX_CONNS (each connection pool's size for the
+# main store, default 20; the visibility store's pools get half, at least 2),
 # TEMPORAL_GOTOOLCHAIN (GOTOOLCHAIN for the build, default auto: the module asks for a newer Go than may
 # be installed, and the go command fetches that toolchain through the module proxy).
 set -euo pipefail
@@ -69,6 +70,9 @@ done
 [[ -n $DIR || $BUILD_ONLY == 1 ]] || usage
 for p in "$PORT" "$PG_PORT"; do [[ -z $p || $p =~ ^[0-9]+$ ]] || die "not a port: $p"; done
 [[ ${TEMPORAL_HOST_CACHE:-8192} =~ ^[1-9][0-9]*$ ]] || die "TEMPORAL_HOST_CACHE must be a positive whole number, not '${TEMPORAL_HOST_CACHE}'"
+SQL_MAX_CONNS=${TEMPORAL_SQL_MAX_CONNS:-20}
+[[ $SQL_MAX_CONNS =~ ^[1-9][0-9]*$ ]] || die "TEMPORAL_SQL_MAX_CONNS must be a positive whole number, not '${SQL_MAX_CONNS}'"
+VISIBILITY_MAX_CONNS=$(( SQL_MAX_CONNS / 2 > 2 ? SQL_MAX_CONNS / 2 : 2 ))
 
 # --- processes, and stopping them --------------------------------------------------------------------
 BUILD_PID='' PG_PID='' SERVER_PID=''
@@ -279,8 +283,8 @@ persistence:
   visibilityStore: postgres-visibility
   numHistoryShards: 4
   datastores:
-$(datastore postgres-default temporal 20)
-$(datastore postgres-visibility temporal_visibility 10)
+$(datastore postgres-default temporal "$SQL_MAX_CONNS")
+$(datastore postgres-visibility temporal_visibility "$VISIBILITY_MAX_CONNS")
 global:
   membership:
     maxJoinDuration: 30s

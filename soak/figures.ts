@@ -117,11 +117,13 @@ export interface Growth {
   fdsTo: number;
   mcpFrom?: number;
   mcpTo?: number;
-  /** Workers: the V8 heap in use (MB) and the SDK's sticky cache (runs), medians of the same quarters; reported, not judged. */
+  /** Workers and APIs: the V8 heap in use (MB); workers: the SDK's sticky cache (runs); APIs: live turns held. Medians of the same quarters; reported, not judged. */
   heapFrom?: number;
   heapTo?: number;
   stickyFrom?: number;
   stickyTo?: number;
+  liveFrom?: number;
+  liveTo?: number;
   /** Why the instance was not judged (too short-lived after warm-up), or undefined. */
   skipped?: string;
   /** How long after warm-up it was watched (ms): memory is judged only over RSS_MIN_WINDOW_MS. */
@@ -178,6 +180,7 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
       ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(end.map((s) => s.mcp ?? 0)) } : {}),
       ...quarters(first, last, 'heapUsedMb', 'heap'),
       ...quarters(first, last, 'stickyCache', 'sticky'),
+      ...quarters(first, last, 'liveTurns', 'live'),
     };
     if (judged.length < 6 || span < w.minSpanMs) g.skipped = `lived ${Math.round(span / 1000)} s after its warm-up (< ${Math.round(w.minSpanMs / 1000)} s)`;
     out.push(g);
@@ -186,7 +189,7 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
 }
 
 /** `{<as>From, <as>To}`: the medians of a figure over the first and the last quarter, where samples have it. */
-function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'stickyCache', as: 'heap' | 'sticky'): Partial<Growth> {
+function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'stickyCache' | 'liveTurns', as: 'heap' | 'sticky' | 'live'): Partial<Growth> {
   const a = first.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   const b = last.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   return a.length && b.length ? { [`${as}From`]: median(a), [`${as}To`]: median(b) } : {};

@@ -41,11 +41,12 @@ export function failures(f: SoakFigures): string[] {
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-/** A worker's heap and sticky cache over its window, as far as its metrics answered. */
-function workerFigures(g: Growth): string {
+/** A process's heap, and a worker's sticky cache or an API's live turns, over its window, as far as its metrics answered. */
+function processFigures(g: Growth): string {
   const parts: string[] = [];
   if (g.heapFrom !== undefined) parts.push(`heap ${g.heapFrom.toFixed(0)} → ${(g.heapTo ?? 0).toFixed(0)}`);
   if (g.stickyFrom !== undefined) parts.push(`sticky ${g.stickyFrom.toFixed(0)} → ${(g.stickyTo ?? 0).toFixed(0)}`);
+  if (g.liveFrom !== undefined) parts.push(`live turns ${g.liveFrom.toFixed(0)} → ${(g.liveTo ?? 0).toFixed(0)}`);
   return parts.join(', ');
 }
 
@@ -91,11 +92,11 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '|---|---|---|---|',
     ...f.latency.map((b) => `| ${((b.t - f.start) / 60_000).toFixed(1)} | ${b.n} | ${s(b.p50)} | ${s(b.p99)} |`),
     '',
-    '| process (pid) | memory after its warm-up → end (MB; medians of the first and last quarter) | fds (most in the first half → end) | MCP connections (same) | workers: V8 heap used (MB), sticky cache (runs) (same quarters) | judged |',
+    '| process (pid) | memory after its warm-up → end (MB; medians of the first and last quarter) | fds (most in the first half → end) | MCP connections (same) | V8 heap used (MB); sticky cache of a worker (runs), live turns of an API (same quarters) | judged |',
     '|---|---|---|---|---|---|',
     ...f.growth.map(
       (g) =>
-        `| ${g.name} (${g.pid}) | ${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${workerFigures(g)} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (memory not judged: window under 5 min)' : 'ok')} |`,
+        `| ${g.name} (${g.pid}) | ${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${processFigures(g)} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (memory not judged: window under 5 min)' : 'ok')} |`,
     ),
     '',
     ...(failed.length ? ['Failures:', '', ...failed.map((x) => `- ${x}`)] : []),

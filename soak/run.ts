@@ -7,7 +7,7 @@ import { schedule, runFaults } from './faults';
 import { awaitLate, inBatches, turnRow } from './late';
 import { growth, latencySeries, percentile, turnFigures } from './figures';
 import { failures, markdown, overall, type SoakFigures } from './report';
-import { addWorkerMetrics, sample, type Sample, type Watched } from './sampler';
+import { addProcessMetrics, sample, type Sample, type Watched } from './sampler';
 import { soakSvg } from './svg';
 import { fetchTurn } from './streams';
 import { startTopology, type Topology } from './topology';
@@ -95,10 +95,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     log(`${o.users} users for ${o.minutes} min through ${base}`);
     const samples: Sample[] = [];
     const sampleEvery = Math.max(2_000, durationMs / 150);
-    const metricsPortOf = (pid: number) => topo.workers.find((w) => w.proc.pid === pid)?.metricsPort;
+    const metricsOf = (pid: number) => [...topo.workers, ...topo.apis].find((w) => w.proc.pid === pid)?.metrics;
     const takeSample = async () => {
       const taken = sample(watched(topo), paymentsPort);
-      await addWorkerMetrics(taken, metricsPortOf);
+      await addProcessMetrics(taken, metricsOf);
       samples.push(...taken);
     };
     const sampler = setInterval(() => void takeSample(), sampleEvery);

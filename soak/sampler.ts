@@ -17,9 +17,12 @@ export interface Sample {
   fds: number;
   /** Workers only: stdio MCP server processes + open connections to the HTTP MCP server. */
   mcp?: number;
-  /** Workers only, from their GET /metrics: the V8 heap in use (MB) and the SDK's sticky workflow cache (runs). */
+  /** Workers and APIs, from their GET /metrics: the V8 heap in use (MB). */
   heapUsedMb?: number;
+  /** Workers: the SDK's sticky workflow cache (runs). */
   stickyCache?: number;
+  /** APIs: the turns whose live text the replica holds. */
+  liveTurns?: number;
 }
 
 export interface Watched {
@@ -129,27 +132,28 @@ export function metricSum(text: string, name: string): number | undefined {
 }
 
 /**
- * Adds what each worker's GET /metrics says (heap in use, the sticky cache's size) to its sample;
- * a worker that does not answer within 2 s (starting, killed) is left as it is.
+ * Adds what each process's GET /metrics says to its sample: the V8 heap in use (a worker's or an
+ * API's), a worker's sticky cache, an API's live turns. A process that does not answer within 2 s
+ * (starting, killed) is left as it is.
  */
-export async function addWorkerMetrics(samples: Sample[], metricsPortOf: (pid: number) => number | undefined): Promise<void> {
+export async function addProcessMetrics(samples: Sample[], metricsOf: (pid: number) => { url: string; token?: string } | undefined): Promise<void> {
   await Promise.all(
-    samples
-      .filter((s) => s.mcp !== undefined)
-      .map(async (s) => {
-        const port = metricsPortOf(s.pid);
-        if (!port) return;
-        try {
-          const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(2_000) });
-          if (!res.ok) return;
-          const text = await res.text();
-          const heap = metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes');
-          const sticky = metricSum(text, 'temporal_sticky_cache_size');
-          if (heap !== undefined) s.heapUsedMb = heap / (1024 * 1024);
-          if (sticky !== undefined) s.stickyCache = sticky;
-        } catch {
-          // Not answering now: no figure for this sample.
-        }
-      }),
+    samples.map(async (s) => {
+      const endpoint = metricsOf(s.pid);
+      if (!endpoint) return;
+      try {
+        const res = await fetch(endpoint.url, { signal: AbortSignal.timeout(2_000), ...(endpoint.token ? { headers: { authorization: `Bearer ${endpoint.token}` } } : {}) });
+        if (!res.ok) return;
+        const text = await res.text();
+        const heap = metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_size_used_bytes');
+        const sticky = metricSum(text, 'temporal_sticky_cache_size');
+        const live = metricSum(text, 'dmh_live_turns');
+        if (heap !== undefined) s.heapUsedMb = heap / (1024 * 1024);
+        if (sticky !== undefined) s.stickyCache = sticky;
+        if (live !== undefined) s.liveTurns = live;
+      } catch {
+        // Not answering now: no figure for this sample.
+      }
+    }),
   );
 }

@@ -24,8 +24,8 @@ export interface Slot {
   /** Starts counted by the supervisor: kills planned by the schedule, and exits nobody asked for. */
   planned: number;
   unplanned: number;
-  /** Workers: the port of the process's GET /metrics (WORKER_METRICS_PORT), new at each start. */
-  metricsPort?: number;
+  /** The process's GET /metrics (a worker's WORKER_METRICS_PORT, new at each start; an API's, with METRICS_TOKEN). */
+  metrics?: { url: string; token?: string };
 }
 
 export interface Topology {
@@ -67,7 +67,15 @@ export const SOAK_TEMPORAL_HOST_CACHE = 256;
  * to touch every table and index. Small, both fill within the warm-up.
  */
 export const SOAK_TEMPORAL_PG_SETTINGS = ['shared_buffers=16MB', 'max_files_per_process=64'];
-const temporalOptions = { hostCache: SOAK_TEMPORAL_HOST_CACHE, postgresSettings: SOAK_TEMPORAL_PG_SETTINGS };
+
+/**
+ * Temporal's connection pools to that PostgreSQL (TEMPORAL_SQL_MAX_CONNS; 20 for the main store by
+ * default, half for visibility). They open connections as load peaks and keep them, so its backends,
+ * each with its own descriptors, kept coming past the warm-up (descriptors 2261 → 2535 in the five
+ * minutes after it, 2026-11-26). At 8 and 4 they are full within the warm-up.
+ */
+export const SOAK_TEMPORAL_SQL_MAX_CONNS = 8;
+const temporalOptions = { hostCache: SOAK_TEMPORAL_HOST_CACHE, postgresSettings: SOAK_TEMPORAL_PG_SETTINGS, sqlMaxConns: SOAK_TEMPORAL_SQL_MAX_CONNS };
 
 /**
  * Each worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS), for the same reason again. At the SDK's
@@ -94,7 +102,8 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     const hostConfig = path.join(sys.dir, 'host.json');
     writeFileSync(hostConfig, JSON.stringify(defaultHostConfig(SCHOOL_HOST)));
     const liveSecret = randomBytes(16).toString('hex');
-    const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000' };
+    const metricsToken = randomBytes(16).toString('hex');
+    const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken };
     const proxy = await startProxy([]);
     sys.onStop(() => proxy.close());
     const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
@@ -122,12 +131,15 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     };
     const apis: Slot[] = [];
     for (let i = 0; i < 2; i++) {
+      // Each replica serves its metrics (the V8 heap, the live turns it holds) for the sampler.
+      const slot = { name: `api-${i + 1}`, planned: 0, unplanned: 0 } as Slot;
       const startApi = async () => {
         const api = await startApiProcess(sys, apiEnv);
         proxy.backends[i] = Number(new URL(api.url).port);
+        slot.metrics = { url: `${api.url}/metrics`, token: metricsToken };
         return api.proc;
       };
-      const slot: Slot = { name: `api-${i + 1}`, proc: await startApi(), planned: 0, unplanned: 0 };
+      slot.proc = await startApi();
       apis.push(slot);
       supervise(slot, startApi);
     }
@@ -138,7 +150,7 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
       const startWorker = async () => {
         const port = await freePort();
         const proc = await sys.startWorker({ ...workerEnv, WORKER_METRICS_PORT: String(port) });
-        slot.metricsPort = port;
+        slot.metrics = { url: `http://127.0.0.1:${port}/metrics` };
         return proc;
       };
       slot.proc = await startWorker();

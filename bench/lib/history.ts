@@ -33,6 +33,10 @@ export interface TurnBreakdown {
   historyEvents: number;
   /** Encoded size of the whole history (payloads included). */
   historyBytes: number;
+  /** Each activity in the order it was scheduled: its type, and its time queued and running (ms). */
+  activitySteps: Array<{ type: string; queuedMs: number; runningMs: number }>;
+  /** Each workflow task in order: queued (scheduled → started) and running (started → completed), ms. */
+  workflowTaskSteps: Array<{ queuedMs: number; runningMs: number }>;
 }
 
 type Ts = temporal.api.history.v1.IHistoryEvent['eventTime'];
@@ -67,6 +71,9 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
   let localActivities = 0;
   const activityStarted = new Map<number, number>();
   const workflowTaskStarted = new Map<number, number>();
+  const activitySteps: TurnBreakdown['activitySteps'] = [];
+  const activityStep = new Map<number, TurnBreakdown['activitySteps'][number]>();
+  const workflowTaskSteps: TurnBreakdown['workflowTaskSteps'] = [];
 
   for (const e of events) {
     const id = num(e.eventId);
@@ -94,6 +101,7 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
         if (scheduled !== undefined && started !== undefined) {
           intervals.push({ from: scheduled, to: started, cat: 'workflowQueued' });
           intervals.push({ from: started, to: t, cat: 'workflowTask' });
+          workflowTaskSteps.push({ queuedMs: started - scheduled, runningMs: t - started });
         }
         workflowTasks += 1;
         break;
@@ -101,6 +109,12 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
       case E.EVENT_TYPE_MARKER_RECORDED:
         if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') localActivities += 1;
         break;
+      case E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
+        const step = { type: e.activityTaskScheduledEventAttributes?.activityType?.name ?? '?', queuedMs: Number.NaN, runningMs: Number.NaN };
+        activitySteps.push(step);
+        activityStep.set(id, step);
+        break;
+      }
       case E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
         activityStarted.set(num(e.activityTaskStartedEventAttributes?.scheduledEventId), t);
         break;
@@ -119,6 +133,8 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
         if (scheduled !== undefined && started !== undefined) {
           intervals.push({ from: scheduled, to: started, cat: 'activityQueued' });
           intervals.push({ from: started, to: t, cat: 'activityRunning' });
+          const step = activityStep.get(scheduledId);
+          if (step) Object.assign(step, { queuedMs: started - scheduled, runningMs: t - started });
         }
         activities += 1;
         break;
@@ -147,5 +163,5 @@ export async function turnBreakdown(handle: WorkflowHandle): Promise<TurnBreakdo
     byCategory[best] += b - a;
   }
   const historyBytes = temporal.api.history.v1.History.encode(history).finish().length;
-  return { spanMs: end - start, byCategory, workflowTasks, activities, localActivities, historyEvents: events.length, historyBytes };
+  return { spanMs: end - start, byCategory, workflowTasks, activities, localActivities, historyEvents: events.length, historyBytes, activitySteps, workflowTaskSteps };
 }

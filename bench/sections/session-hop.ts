@@ -17,6 +17,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ioTurnFrom, type IoTurn } from '../floor/io-turn';
 import { turnBreakdown } from '../lib/history';
+import { renderSteps, stepMedians, type StepRow } from '../lib/steps';
 import { cpuSplit, floorPids, meter, type Pids } from './cpu';
 import { table } from '../lib/stats';
 
@@ -38,6 +39,8 @@ export interface SessionHopResult {
   historyBytes: { direct: number; ioFloor: number };
   /** The I/O floor's parallel tool calls. */
   ioCalls: number;
+  /** A direct turn beside the I/O floor, step by step (medians of the measured turns' histories). */
+  steps: StepRow[];
 }
 
 export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Paths, opts: Options, resetNotes: () => void): Promise<SessionHopResult> {
@@ -67,15 +70,19 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
   };
   for (let i = 0; i < opts.warmup; i++) for (const p of PATHS) await run[p]();
   const samples = Object.fromEntries(PATHS.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
+  const measured = { direct: [] as string[], ioFloor: [] as string[] };
   for (let i = 0; i < turns; i++) {
     // Rotate which path goes first so none always runs right after another.
     for (let j = 0; j < PATHS.length; j++) {
       const p = PATHS[(i + j) % PATHS.length] as PathName;
       const t0 = performance.now();
-      await run[p]();
+      const id = await run[p]();
       samples[p].push(performance.now() - t0);
+      if ((p === 'direct' || p === 'ioFloor') && typeof id === 'string') measured[p].push(id);
     }
   }
+  const breakdowns = async (ids: string[]) => await Promise.all(ids.map((id) => turnBreakdown(sys.client.workflow.getHandle(id))));
+  const steps = stepMedians(await breakdowns(measured.direct), await breakdowns(measured.ioFloor));
   log(`session hop: CPU blocks of ${turns} turns per path`);
   const cpu = {} as SessionHopResult['cpu'];
   for (const p of PATHS) {
@@ -97,6 +104,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
     cpu,
     events: { turn: turnEvents, session: sessionEvents },
     ioCalls: ioTurn.calls.length,
+    steps,
     historyBytes: {
       direct: (await turnBreakdown(sys.client.workflow.getHandle(capturedId))).historyBytes,
       ioFloor: (await turnBreakdown(sys.client.workflow.getHandle(ioFloorId))).historyBytes,
@@ -144,5 +152,7 @@ export function renderSessionHop(r: SessionHopResult): string {
       `Against the floor with the turn's I/O: ${againstIo.join('; ')}. ` +
       `History bytes: a direct turn ${r.historyBytes.direct}, the I/O floor ${r.historyBytes.ioFloor} (the messages in its input and model calls, the tool list by reference). ` +
       'CPU of the MCP server processes is counted on neither side (only the worker processes and the server are metered).',
+    "Where a direct turn's time goes beside the I/O floor's, step by step (medians of the measured turns' histories; a workflow task's running time includes the local activities it runs):",
+    renderSteps(r.steps, 'direct turn', 'I/O floor'),
   ].join('\n');
 }

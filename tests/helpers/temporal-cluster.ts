@@ -13,7 +13,7 @@ import { ROOT } from './system';
  */
 export async function startTemporalCluster(
   dir: string,
-  opts: { resume?: boolean; hostCache?: number; postgresSettings?: string[] } = {},
+  opts: { resume?: boolean; hostCache?: number; postgresSettings?: string[]; sqlMaxConns?: number } = {},
 ): Promise<TemporalDevServer & { postgresUrl: string }> {
   // Run as root, PostgreSQL runs as an unprivileged user, which must reach its data directory.
   chmodSync(dir, 0o755);
@@ -26,6 +26,7 @@ export async function startTemporalCluster(
       ...process.env,
       ...(opts.hostCache ? { TEMPORAL_HOST_CACHE: String(opts.hostCache) } : {}),
       ...(opts.postgresSettings ? { TEMPORAL_PG_SETTINGS: opts.postgresSettings.join(' ') } : {}),
+      ...(opts.sqlMaxConns ? { TEMPORAL_SQL_MAX_CONNS: String(opts.sqlMaxConns) } : {}),
     },
   });
   // The script stops the server and PostgreSQL on SIGTERM; it needs a few seconds for both.

@@ -1,5 +1,5 @@
 import { growth, growthProblem, turnFigures } from '../../soak/figures';
-import { metricSum, type Sample } from '../../soak/sampler';
+import { addProcessMetrics, metricSum, type Sample } from '../../soak/sampler';
 import type { TurnRecord } from '../../soak/users';
 
 const turn = (over: Partial<TurnRecord>): TurnRecord =>
@@ -88,4 +88,31 @@ test("a worker's metrics are read from its Prometheus text, every label set summ
   expect(g?.g.heapFrom).toBeGreaterThan(100);
   expect(g?.g.heapTo).toBeGreaterThan(g?.g.heapFrom ?? Infinity);
   expect(g?.g).toMatchObject({ stickyFrom: 40, stickyTo: 40 });
+});
+
+test("each process's metrics come from its own endpoint, an API's with its token: heap, sticky cache, live turns; one that does not answer keeps its sample as it was", async () => {
+  const { createServer } = await import('node:http');
+  const token = 'soak-metrics-token';
+  const server = createServer((req, res) => {
+    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
+    if (req.url === '/api' && req.headers.authorization === `Bearer ${token}`) return void res.end('dmh_api_nodejs_heap_size_used_bytes 31457280\ndmh_live_turns 12\n');
+    res.statusCode = 401;
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  try {
+    const at = (name: string, pid: number): Sample => ({ t: 0, name, pid, rssMb: 100, fds: 10 });
+    const samples = [at('worker-1', 1), at('api-1', 2), at('api-2', 3), at('payments', 4)];
+    const endpoints: Record<number, { url: string; token?: string }> = { 1: { url: `${base}/worker` }, 2: { url: `${base}/api`, token }, 3: { url: `${base}/api`, token: 'wrong' } };
+    await addProcessMetrics(samples, (pid) => endpoints[pid]);
+    expect(samples.map(({ name, heapUsedMb, stickyCache, liveTurns }) => ({ name, heapUsedMb, stickyCache, liveTurns }))).toEqual([
+      { name: 'worker-1', heapUsedMb: 50, stickyCache: 7, liveTurns: undefined },
+      { name: 'api-1', heapUsedMb: 30, stickyCache: undefined, liveTurns: 12 },
+      { name: 'api-2', heapUsedMb: undefined, stickyCache: undefined, liveTurns: undefined },
+      { name: 'payments', heapUsedMb: undefined, stickyCache: undefined, liveTurns: undefined },
+    ]);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
