@@ -124,6 +124,12 @@ export interface Growth {
   stickyTo?: number;
   liveFrom?: number;
   liveTo?: number;
+  /**
+   * A worker's stdio MCP servers: the memory the same servers need started afresh on the store as
+   * the run left it (soak/fresh.ts). Their data grows with the run; memory is judged against the
+   * larger of this and `memFrom`.
+   */
+  freshMb?: number;
   /** Why the instance was not judged (too short-lived after warm-up), or undefined. */
   skipped?: string;
   /** How long after warm-up it was watched (ms): memory is judged only over RSS_MIN_WINDOW_MS. */
@@ -199,7 +205,10 @@ function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'sticky
 export function growthProblem(g: Growth): string | undefined {
   if (g.skipped) return undefined;
   const problems: string[] = [];
-  if (g.windowMs >= RSS_MIN_WINDOW_MS && g.memTo > g.memFrom * 1.1) problems.push(`${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} MB`);
+  const base = Math.max(g.memFrom, g.freshMb ?? 0);
+  if (g.windowMs >= RSS_MIN_WINDOW_MS && g.memTo > base * 1.1) {
+    problems.push(`${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} MB${g.freshMb === undefined ? '' : ` (a fresh set on the final data: ${g.freshMb.toFixed(0)} MB)`}`);
+  }
   if (g.fdsTo > g.fdsFrom * 1.1 + 4) problems.push(`fds ${g.fdsFrom} → ${g.fdsTo}`);
   if (g.mcpTo !== undefined && g.mcpFrom !== undefined && g.mcpTo > g.mcpFrom) problems.push(`MCP connections ${g.mcpFrom} → ${g.mcpTo}`);
   return problems.length ? `${g.name} (pid ${g.pid}): ${problems.join(', ')}` : undefined;

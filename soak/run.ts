@@ -7,6 +7,7 @@ import { schedule, runFaults } from './faults';
 import { awaitLate, inBatches, turnRow } from './late';
 import { growth, latencySeries, percentile, turnFigures } from './figures';
 import { failures, markdown, overall, type SoakFigures } from './report';
+import { freshServersMb, stdioServersOf } from './fresh';
 import { addProcessMetrics, sample, type Sample, type Watched } from './sampler';
 import { soakSvg } from './svg';
 import { fetchTurn } from './streams';
@@ -139,9 +140,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const late = await awaitLate(turns, { read: (t) => fetchTurn(base, owners.get(t.user) ?? '', t.turnId ?? ''), until: Math.max(Date.now(), drainEnd) + lateMs, everyMs: 2_000 });
     if (lostAtDrain) log(`${late} of them ended late, ${lostAtDrain - late} lost`);
     await approver.stop();
+    log(`the worker's stdio MCP servers started afresh on the final store (${storeKb()} KB)`);
+    const fresh = await freshServersMb(stdioServersOf(topo.sys.mcpConfigPath)).catch((err: Error) => void log(`the fresh servers failed: ${err.message}`));
     log('reading histories and the school store');
     const warmUpMs = Math.max(30_000, durationMs * 0.2);
-    const rows = growth(samples, { warmUpEnd: start + warmUpMs, warmUpMs, minSpanMs: durationMs * 0.4 }).map((g) => (g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g));
+    const rows = growth(samples, { warmUpEnd: start + warmUpMs, warmUpMs, minSpanMs: durationMs * 0.4 }).map((g) =>
+      g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g.name.endsWith('stdio MCP servers') && fresh !== undefined ? { ...g, freshMb: fresh } : g,
+    );
     const figures: SoakFigures = {
       users: o.users, minutes: o.minutes, start, end, drainMs, lateMs,
       turns: turnFigures(turns),

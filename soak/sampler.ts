@@ -67,6 +67,8 @@ function descendants(pid: number, table: Map<number, { ppid: number }>): number[
 
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(read(`/proc/${pid}/status`) ?? '')?.[1] ?? 0);
 const pssKb = (pid: number): number => Number(/^Pss:\s+(\d+)/m.exec(read(`/proc/${pid}/smaps_rollup`) ?? '')?.[1] ?? 0);
+/** One process's proportional set size in MB (0 once it is gone). */
+export const pssMbOf = (pid: number): number => pssKb(pid) / 1024;
 
 /** The memory the soak judges and draws: a single process's RSS, a tree's PSS (see Sample). */
 export const memoryMb = (s: Sample): number => s.pssMb ?? s.rssMb;

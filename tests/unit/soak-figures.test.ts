@@ -1,4 +1,4 @@
-import { growth, growthProblem, turnFigures } from '../../soak/figures';
+import { growth, growthProblem, turnFigures, type Growth } from '../../soak/figures';
 import { addProcessMetrics, metricSum, type Sample } from '../../soak/sampler';
 import type { TurnRecord } from '../../soak/users';
 
@@ -70,6 +70,17 @@ test("a process tree is judged by the sum of its PSS, which counts a page its pr
   expect(g?.problem).toBeUndefined();
   const growing = pg.map((s) => ({ ...s, pssMb: 300 + ((s.t - 0) / MIN) * 10 }));
   expect(judge(growing)[0]?.problem).toMatch(/PSS \d+ → \d+ MB/);
+});
+
+test("a worker's stdio servers are judged against a fresh set on the run's final data: growth the data explains passes, more fails", () => {
+  // Their store grows all run: 130 → 180 MB of PSS.
+  const servers = series('worker-3 stdio MCP servers', 6, 0, 10 * MIN, (t) => 120 + (t / MIN) * 6).map((s) => ({ ...s, pssMb: 120 + (s.t / MIN) * 6 }));
+  const [g] = growth(servers, window);
+  expect(growthProblem({ ...(g as Growth) })).toMatch(/PSS \d+ → \d+ MB/);
+  // A fresh set on the final store needs 175 MB: within 10 % of it.
+  expect(growthProblem({ ...(g as Growth), freshMb: 175 })).toBeUndefined();
+  // One that needs 140 MB leaves 40 MB the data does not explain.
+  expect(growthProblem({ ...(g as Growth), freshMb: 140 })).toMatch(/PSS \d+ → \d+ MB \(a fresh set on the final data: 140 MB\)/);
 });
 
 test("a worker's metrics are read from its Prometheus text, every label set summed; its heap and sticky cache are reported by quarters", () => {
