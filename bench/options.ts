@@ -32,6 +32,8 @@ export interface Options {
   temporal: 'dev' | 'cluster';
   sections: Section[];
   out: string;
+  /** A directory where the host's worker and the floor's worker write CPU profiles (node --cpu-prof), or undefined. */
+  profile?: string;
 }
 
 export function parseOptions(): Options {
@@ -57,6 +59,7 @@ export function parseOptions(): Options {
       temporal: { type: 'string' },
       sections: { type: 'string' },
       out: { type: 'string' },
+      profile: { type: 'string' },
       quick: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -86,6 +89,7 @@ export function parseOptions(): Options {
         '  --temporal dev|cluster   the dev server (default) or the full Temporal server on PostgreSQL',
         `  --sections LIST run only these, comma-separated (default all: ${SECTIONS.join(',')})`,
         '  --out FILE      JSON results (default .data/bench/latest.json)',
+        "  --profile DIR   the host's worker and the floor's worker write CPU profiles there (node --cpu-prof; their MCP servers too)",
         '  --quick         a smoke run with small counts',
         '',
       ].join('\n'),
@@ -125,6 +129,7 @@ export function parseOptions(): Options {
     temporal: values.temporal === undefined || values.temporal === 'dev' ? 'dev' : values.temporal === 'cluster' ? 'cluster' : bad('--temporal', values.temporal),
     sections,
     out: path.resolve(ROOT, values.out ?? '.data/bench/latest.json'),
+    ...(values.profile ? { profile: path.resolve(values.profile) } : {}),
   };
 }
 

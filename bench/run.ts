@@ -113,8 +113,11 @@ async function main(): Promise<void> {
   log(`starting Temporal (${opts.temporal === 'cluster' ? 'the full server on PostgreSQL' : 'dev server'}), worker, demo model and API (startSystem)`);
   // PAYLOAD_KEYS in the environment: the host (and the floor, bench/floor/worker.ts) seal payloads.
   if (process.env.PAYLOAD_KEYS) log('payloads sealed with PAYLOAD_KEYS (the floor worker has them too)');
+  // --profile: node writes each worker's profile when it exits (the system's stop ends them gracefully).
+  const profiling = opts.profile ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${opts.profile}`.trim() } : undefined;
   const sys = await startSystem({
     rules: benchRules(),
+    ...(profiling ? { workerEnv: profiling } : {}),
     ...(opts.temporal === 'cluster' ? { temporal: startTemporalCluster } : {}),
     ...(process.env.PAYLOAD_KEYS ? { payloadKeys: process.env.PAYLOAD_KEYS } : {}),
   });
@@ -126,9 +129,11 @@ async function main(): Promise<void> {
     cwd: ROOT,
     readyLine: /^FLOOR_WORKER_READY$/,
     readyTimeoutMs: 60_000,
+    ...(profiling ? { env: { ...process.env, ...profiling } } : {}),
   });
   cleanups.push(() => floorWorker.proc.stop());
   const pids: Pids = { temporal: sys.temporal.proc.pid, workers: [sys.worker.pid], floorWorker: floorWorker.proc.pid };
+  if (opts.profile) log(`CPU profiles in ${opts.profile}: the host's worker is pid ${sys.worker.pid}, the floor's ${floorWorker.proc.pid}`);
   for (let i = 1; i < opts.workers; i++) pids.workers.push((await sys.startWorker()).pid);
 
   // What the API does for the demo admin (the HTTP helpers' default token): examples/policy.json.

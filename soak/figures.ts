@@ -175,10 +175,11 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
     const first = after.slice(0, quarter);
     const last = after.slice(-quarter);
     const span = (judged.at(-1)?.t ?? 0) - (judged[0]?.t ?? 0);
-    // Descriptors and connections come and go with the work (a pool's keep-alive sockets, a server that
-    // is down for a while): flat means the end is no higher than the most the first half already held.
+    // Descriptors and connections come and go with the work (a pool's keep-alive sockets, one per call
+    // in flight to an HTTP server; a server that is down for a while): flat means the end (the median
+    // of the last quarter, as for memory) is no higher than the most the first half already held.
     const early = after.slice(0, Math.max(1, Math.ceil(after.length / 2)));
-    const end = after.slice(-3);
+    const end = last;
     const g: Growth = {
       name: head.name, pid: head.pid, windowMs: span, memKind: memoryKind(head),
       memFrom: median(first.map(memoryMb)), memTo: median(last.map(memoryMb)),

@@ -141,7 +141,8 @@ export function metricSum(text: string, name: string): number | undefined {
 export async function addProcessMetrics(samples: Sample[], metricsOf: (pid: number) => { url: string; token?: string } | undefined): Promise<void> {
   await Promise.all(
     samples.map(async (s) => {
-      const endpoint = metricsOf(s.pid);
+      // A tree's row (a worker's stdio servers) shares the worker's pid, not its metrics.
+      const endpoint = s.pssMb === undefined ? metricsOf(s.pid) : undefined;
       if (!endpoint) return;
       try {
         const res = await fetch(endpoint.url, { signal: AbortSignal.timeout(2_000), ...(endpoint.token ? { headers: { authorization: `Bearer ${endpoint.token}` } } : {}) });

@@ -54,6 +54,30 @@ test('a missing file is seeded on first use; an existing one is kept', async () 
   expect(readStore(file).users.some((u) => u.id === SEED.users.dan)).toBe(false);
 });
 
+test('reads share one parsed copy, frozen, until the file changes: a write by any process is seen at the next read', async () => {
+  const file = tmp.file('cached/school.json');
+  const store = new SchoolStore(file);
+  const first = await store.read();
+  expect(await store.read()).toBe(first);
+  // Readers share it: mutating it throws rather than changing what the next reader sees.
+  expect(() => (first.users as User[]).push({ ...(first.users[0] as User), id: 'u-intruder' })).toThrow(TypeError);
+  expect(() => Object.assign(first.users[0] as User, { name: 'Mallory' })).toThrow(TypeError);
+  // A write through another store object (as another server process would) is read at once.
+  await new SchoolStore(file).transact((data) => {
+    data.users.push({ id: 'u-new', tenantId: SEED.tenant, name: 'Nina New', role: 'student', createdAt: new Date().toISOString() });
+    return { value: undefined, next: data };
+  });
+  const second = await store.read();
+  expect(second).not.toBe(first);
+  expect(second.users.map((u) => u.id)).toContain('u-new');
+  expect(first.users.map((u) => u.id)).not.toContain('u-new');
+  // A file replaced by hand, with the same size, is a new version too (a new inode).
+  const edited = readFileSync(file, 'utf8').replace('Nina New', 'Nina Neu');
+  writeFileSync(`${file}.edit`, edited);
+  fs.renameSync(`${file}.edit`, file);
+  expect((await store.read()).users.find((u) => u.id === 'u-new')?.name).toBe('Nina Neu');
+});
+
 test('transactions: parallel writers from two store objects lose nothing; a throwing one writes nothing', async () => {
   const file = tmp.file('tx.json');
   const a = new SchoolStore(file);

@@ -17,177 +17,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as lockfile from 'proper-lockfile';
+import { createSeedData } from './seed';
+import type { SchoolData } from './records';
 
-// ------------------------------------------------------------------ record shapes
-
-export type Role = 'student' | 'teacher' | 'admin';
-
-export interface User {
-  id: string;
-  tenantId: string;
-  name: string;
-  role: Role;
-  email?: string;
-  createdAt: string;
-}
-
-export interface SchoolClass {
-  id: string;
-  tenantId: string;
-  name: string;
-  teacherId: string;
-  room?: string;
-  createdAt: string;
-}
-
-export interface Enrolment {
-  id: string;
-  tenantId: string;
-  classId: string;
-  studentId: string;
-  enrolledAt: string;
-}
-
-export interface Grade {
-  id: string;
-  tenantId: string;
-  studentId: string;
-  classId: string;
-  assessment: string;
-  score: number;
-  maxScore: number;
-  gradedAt: string;
-}
-
-export type Weekday = 'Mon' | 'Tue' | 'Wed' | 'Thu' | 'Fri';
-
-export interface TimetableSlot {
-  id: string;
-  tenantId: string;
-  classId: string;
-  day: Weekday;
-  /** "HH:MM", local school time */
-  start: string;
-  end: string;
-  room: string;
-}
-
-export interface Homework {
-  id: string;
-  tenantId: string;
-  classId: string;
-  title: string;
-  description?: string;
-  /** "YYYY-MM-DD" */
-  dueDate: string;
-  assignedBy: string;
-  createdAt: string;
-}
-
-export interface Submission {
-  id: string;
-  tenantId: string;
-  homeworkId: string;
-  studentId: string;
-  content: string;
-  /** 1 for the first submission of this homework by this student, 2 for a resubmission, … */
-  attempt: number;
-  submittedAt: string;
-}
-
-export interface AttendanceRecord {
-  id: string;
-  tenantId: string;
-  classId: string;
-  /** "YYYY-MM-DD"; one record per class and date (marking again replaces it) */
-  date: string;
-  present: string[];
-  absent: string[];
-  markedBy: string;
-  markedAt: string;
-}
-
-export type InvoiceStatus = 'unpaid' | 'paid';
-
-export interface Invoice {
-  id: string;
-  tenantId: string;
-  userId: string;
-  /** In currency units with two decimals, e.g. 250 or 99.5 */
-  amount: number;
-  currency: string;
-  description: string;
-  status: InvoiceStatus;
-  issuedAt: string;
-  /** Set while paid: when record_payment marked it, and by which transaction. */
-  paidAt?: string;
-  transactionId?: string;
-}
-
-export type PaymentMethod = 'card' | 'bank_transfer';
-
-export interface Transaction {
-  id: string;
-  tenantId: string;
-  invoiceId: string;
-  userId: string;
-  amount: number;
-  currency: string;
-  method: PaymentMethod;
-  status: 'succeeded' | 'refunded';
-  createdAt: string;
-  refundedAt?: string;
-  refundReason?: string;
-}
-
-export interface OutboxEntry {
-  id: string;
-  tenantId: string;
-  to: string;
-  subject: string;
-  body: string;
-  template?: string;
-  /** The host's idempotency key of the call that sent it (null when the call had none). */
-  idempotencyKey: string | null;
-  /** Set for send_bulk: all messages of one send_bulk call share it. */
-  batchId?: string;
-  sentAt: string;
-}
-
-/** The first result of a side-effecting call, replayed for every repeat of its idempotency key. */
-export interface IdempotencyRecord {
-  server: string;
-  tool: string;
-  tenantId: string;
-  /** The raw key as the host sent it. */
-  key: string;
-  result: StoredToolResult;
-  recordedAt: string;
-}
-
-/** A CallToolResult as stored: plain JSON. */
-export interface StoredToolResult {
-  content: Array<{ type: 'text'; text: string }>;
-  structuredContent?: Record<string, unknown>;
-  isError?: boolean;
-}
-
-export interface SchoolData {
-  version: 1;
-  users: User[];
-  classes: SchoolClass[];
-  enrolments: Enrolment[];
-  grades: Grade[];
-  timetable: TimetableSlot[];
-  homework: Homework[];
-  submissions: Submission[];
-  attendance: AttendanceRecord[];
-  invoices: Invoice[];
-  transactions: Transaction[];
-  outbox: OutboxEntry[];
-  /** `${server}/${tool}/${tenantId}/${key}` → the first result for that key. */
-  idempotency: Record<string, IdempotencyRecord>;
-}
+export type * from './records';
 
 const COLLECTIONS = [
   'users',
@@ -203,162 +36,7 @@ const COLLECTIONS = [
   'outbox',
 ] as const;
 
-// ------------------------------------------------------------------ seed data
-
-/** Ids of the seeded records, for tests and for the servers' defaults. */
-export const SEED = {
-  tenant: 'demo',
-  otherTenant: 'other',
-  users: { ada: 'u-ada', tom: 'u-tom', bob: 'u-bob', carol: 'u-carol', dan: 'u-dan' },
-  otherUsers: { olivia: 'u-olivia', bobStone: 'u-bob-stone' },
-  classes: { english101: 'c-english-101', math201: 'c-math-201' },
-  otherClasses: { french101: 'c-french-101' },
-  homework: { essay: 'hw-english-essay', fractions: 'hw-math-fractions' },
-  invoices: { bobUnpaid: 'INV-1001', carolPaid: 'INV-1002', otherUnpaid: 'INV-0901' },
-  transactions: { carol: 'TX-SEED0001' },
-} as const;
-
-/** A fresh copy of the demo data a new store starts with. */
-export function createSeedData(now = new Date().toISOString()): SchoolData {
-  const t = SEED.tenant;
-  const o = SEED.otherTenant;
-  const u = SEED.users;
-  const c = SEED.classes;
-  return {
-    version: 1,
-    users: [
-      { id: u.ada, tenantId: t, name: 'Ada Admin', role: 'admin', email: 'ada@school.example', createdAt: now },
-      { id: u.tom, tenantId: t, name: 'Tom Teacher', role: 'teacher', email: 'tom@school.example', createdAt: now },
-      { id: u.bob, tenantId: t, name: 'Bob Brown', role: 'student', email: 'bob@school.example', createdAt: now },
-      { id: u.carol, tenantId: t, name: 'Carol Chen', role: 'student', email: 'carol@school.example', createdAt: now },
-      { id: u.dan, tenantId: t, name: 'Dan Diaz', role: 'student', email: 'dan@school.example', createdAt: now },
-      { id: SEED.otherUsers.olivia, tenantId: o, name: 'Olivia Owens', role: 'teacher', email: 'olivia@other.example', createdAt: now },
-      // Another "Bob", in the other tenant: a search for "Bob" must find only the caller's Bob.
-      { id: SEED.otherUsers.bobStone, tenantId: o, name: 'Bob Stone', role: 'student', email: 'bob@other.example', createdAt: now },
-    ],
-    classes: [
-      { id: c.english101, tenantId: t, name: 'English 101', teacherId: u.tom, room: 'Room 12', createdAt: now },
-      { id: c.math201, tenantId: t, name: 'Math 201', teacherId: u.tom, room: 'Room 4', createdAt: now },
-      { id: SEED.otherClasses.french101, tenantId: o, name: 'French 101', teacherId: SEED.otherUsers.olivia, room: 'B1', createdAt: now },
-    ],
-    enrolments: [
-      { id: 'e-eng-bob', tenantId: t, classId: c.english101, studentId: u.bob, enrolledAt: now },
-      { id: 'e-eng-carol', tenantId: t, classId: c.english101, studentId: u.carol, enrolledAt: now },
-      { id: 'e-eng-dan', tenantId: t, classId: c.english101, studentId: u.dan, enrolledAt: now },
-      { id: 'e-math-bob', tenantId: t, classId: c.math201, studentId: u.bob, enrolledAt: now },
-      { id: 'e-math-carol', tenantId: t, classId: c.math201, studentId: u.carol, enrolledAt: now },
-      { id: 'e-fr-bob-stone', tenantId: o, classId: SEED.otherClasses.french101, studentId: SEED.otherUsers.bobStone, enrolledAt: now },
-    ],
-    grades: [
-      { id: 'g-1', tenantId: t, studentId: u.bob, classId: c.english101, assessment: 'Grammar quiz 1', score: 78, maxScore: 100, gradedAt: now },
-      { id: 'g-2', tenantId: t, studentId: u.bob, classId: c.math201, assessment: 'Algebra test', score: 64, maxScore: 100, gradedAt: now },
-      { id: 'g-3', tenantId: t, studentId: u.carol, classId: c.english101, assessment: 'Grammar quiz 1', score: 92, maxScore: 100, gradedAt: now },
-      { id: 'g-4', tenantId: t, studentId: u.carol, classId: c.math201, assessment: 'Algebra test', score: 88, maxScore: 100, gradedAt: now },
-      { id: 'g-5', tenantId: t, studentId: u.dan, classId: c.english101, assessment: 'Grammar quiz 1', score: 71, maxScore: 100, gradedAt: now },
-      { id: 'g-6', tenantId: o, studentId: SEED.otherUsers.bobStone, classId: SEED.otherClasses.french101, assessment: 'Dictée', score: 55, maxScore: 100, gradedAt: now },
-    ],
-    timetable: [
-      { id: 'tt-1', tenantId: t, classId: c.english101, day: 'Mon', start: '09:00', end: '10:30', room: 'Room 12' },
-      { id: 'tt-2', tenantId: t, classId: c.english101, day: 'Wed', start: '09:00', end: '10:30', room: 'Room 12' },
-      { id: 'tt-3', tenantId: t, classId: c.math201, day: 'Tue', start: '11:00', end: '12:30', room: 'Room 4' },
-      { id: 'tt-4', tenantId: t, classId: c.math201, day: 'Thu', start: '11:00', end: '12:30', room: 'Room 4' },
-      { id: 'tt-5', tenantId: o, classId: SEED.otherClasses.french101, day: 'Fri', start: '14:00', end: '15:30', room: 'B1' },
-    ],
-    homework: [
-      {
-        id: SEED.homework.essay,
-        tenantId: t,
-        classId: c.english101,
-        title: 'Present Perfect Exercise',
-        description: 'Write ten sentences about things you have done this year.',
-        dueDate: '2026-02-12',
-        assignedBy: u.tom,
-        createdAt: now,
-      },
-      {
-        id: SEED.homework.fractions,
-        tenantId: t,
-        classId: c.math201,
-        title: 'Fractions worksheet',
-        dueDate: '2026-02-15',
-        assignedBy: u.tom,
-        createdAt: now,
-      },
-    ],
-    submissions: [
-      {
-        id: 'sub-seed-1',
-        tenantId: t,
-        homeworkId: SEED.homework.essay,
-        studentId: u.carol,
-        content: 'I have visited London. I have learned to swim. …',
-        attempt: 1,
-        submittedAt: now,
-      },
-    ],
-    attendance: [
-      {
-        id: 'att-seed-1',
-        tenantId: t,
-        classId: c.english101,
-        date: '2026-01-12',
-        present: [u.bob, u.carol],
-        absent: [u.dan],
-        markedBy: u.tom,
-        markedAt: now,
-      },
-    ],
-    invoices: [
-      {
-        id: SEED.invoices.bobUnpaid,
-        tenantId: t,
-        userId: u.bob,
-        amount: 250,
-        currency: 'EUR',
-        description: 'Term 1 tuition',
-        status: 'unpaid',
-        issuedAt: now,
-      },
-      {
-        id: SEED.invoices.carolPaid,
-        tenantId: t,
-        userId: u.carol,
-        amount: 250,
-        currency: 'EUR',
-        description: 'Term 1 tuition',
-        status: 'paid',
-        issuedAt: now,
-        paidAt: now,
-        transactionId: SEED.transactions.carol,
-      },
-      {
-        id: SEED.invoices.otherUnpaid,
-        tenantId: o,
-        userId: SEED.otherUsers.bobStone,
-        amount: 99,
-        currency: 'EUR',
-        description: 'Course materials',
-        status: 'unpaid',
-        issuedAt: now,
-      },
-    ],
-    transactions: [
-      {
-        id: SEED.transactions.carol,
-        tenantId: t,
-        invoiceId: SEED.invoices.carolPaid,
-        userId: u.carol,
-        amount: 250,
-        currency: 'EUR',
-        method: 'bank_transfer',
-        status: 'succeeded',
-        createdAt: now,
-      },
-    ],
-    outbox: [],
-    idempotency: {},
-  };
-}
+export { createSeedData, SEED } from './seed';
 
 // ------------------------------------------------------------------ file access
 
@@ -436,15 +114,37 @@ export class SchoolStore {
     await this.transact(() => ({ value: undefined }));
   }
 
-  /** The current data, read without the lock. */
-  async read(): Promise<SchoolData> {
+  /** The data as last parsed, and which version of the file it came from (inode, size, change time). */
+  private cached?: { version: string; data: Readonly<SchoolData> };
+
+  /**
+   * The current data, read without the lock. Parsed again only when the file changed since the last
+   * read (writers replace it, so a new version has a new inode); otherwise the copy parsed then, frozen,
+   * since every reader shares it. A read-only call thus costs a stat, not a parse of the whole store.
+   */
+  async read(): Promise<Readonly<SchoolData>> {
     try {
-      return parse(await readFile(this.file, 'utf8'), this.file);
+      return await this.readCurrent();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     await this.ensure();
-    return parse(await readFile(this.file, 'utf8'), this.file);
+    return await this.readCurrent();
+  }
+
+  private async readCurrent(): Promise<Readonly<SchoolData>> {
+    // One open file: its stat and its content are the same version, whatever is renamed over it meanwhile.
+    const handle = await open(this.file, 'r');
+    try {
+      const st = await handle.stat();
+      const version = `${st.dev}:${st.ino}:${st.size}:${st.ctimeMs}`;
+      if (this.cached?.version === version) return this.cached.data;
+      const data = deepFreeze(parse(await handle.readFile('utf8'), this.file));
+      this.cached = { version, data };
+      return data;
+    } finally {
+      await handle.close();
+    }
   }
 
   /**
@@ -520,6 +220,15 @@ export class SchoolStore {
       throw error;
     }
   }
+}
+
+/** Freezes a parsed JSON value through and through: a reader that mutates the shared copy throws. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+  }
+  return value;
 }
 
 // ------------------------------------------------------------------ ids
