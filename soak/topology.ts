@@ -86,15 +86,6 @@ const temporalOptions = { hostCache: SOAK_TEMPORAL_HOST_CACHE, postgresSettings:
  */
 export const SOAK_WORKER_CACHED_WORKFLOWS = 32;
 
-/**
- * glibc's malloc arenas for the workers and API replicas. With its default (8 per core) a process
- * with many threads (libuv's pool, V8's, the Temporal core's) keeps freed native memory in as many
- * arenas: a replica's RSS stepped 182 → 250 MB when it took all the traffic and stayed there while its
- * V8 heap in use held 58-100 MB, and the long-lived worker's RSS climbed 387 → 445 MB over a heap of
- * 87 → 98 (2026-11-26). Two arenas, as commonly set for Node services, is the soak's setting.
- */
-export const SOAK_MALLOC_ARENA_MAX = '2';
-
 export async function startTopology(rules: DemoRules, log: (line: string) => void): Promise<Topology> {
   const soakRules: DemoRules = { ...rules, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(rules.scripts ?? [])] };
   log('starting Temporal (the full server on PostgreSQL), the demo model and the school servers');
@@ -112,10 +103,10 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     writeFileSync(hostConfig, JSON.stringify(defaultHostConfig(SCHOOL_HOST)));
     const liveSecret = randomBytes(16).toString('hex');
     const metricsToken = randomBytes(16).toString('hex');
-    const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken, MALLOC_ARENA_MAX: SOAK_MALLOC_ARENA_MAX };
+    const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken };
     const proxy = await startProxy([]);
     sys.onStop(() => proxy.close());
-    const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS), MALLOC_ARENA_MAX: SOAK_MALLOC_ARENA_MAX };
+    const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
 
     const supervise = (slot: Slot, start: () => Promise<ManagedProcess>, onStart: (proc: ManagedProcess) => void = () => undefined): void => {
       void slot.proc.exited.then(async () => {

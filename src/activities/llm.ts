@@ -60,7 +60,10 @@ export function createLlmActivities(deps: LlmDeps, tools: ToolOffer) {
       const labels = { provider: llm.provider, model: llm.model };
       const observe = (outcome: LlmOutcome, errorClass?: LlmErrorClass) => deps.metrics?.llmCall(outcome, (performance.now() - started) / 1000, errorClass, labels);
       return await withHeartbeats(async (beat) => {
-        let lastBeat = 0;
+        // A long stream beats once a second as it goes; the first beat after a second of it, not at the
+        // first chunk: the worker's core holds an activity's completion until a heartbeat in flight is
+        // answered, so a beat at once costs every quick answer a round trip to the server.
+        let lastBeat = Date.now();
         // What the stream reported, kept for the ledger should the attempt fail after it.
         let reported: LlmResponse['usage'];
         try {

@@ -8,21 +8,27 @@ import { USER_CONTEXT_META_KEY } from '../shared/meta';
 import type { UserContext } from '../shared/user';
 
 /**
+ * Sends `details` (repeated by the timer from then on) at once; with `{ now: false }` only keeps them
+ * for the timer's next beat.
+ */
+export type Beat = (details?: unknown, opts?: { now?: boolean }) => void;
+
+/**
  * Runs `work`, heartbeating on a timer meanwhile; `beat` sends details (repeated by the timer) at once.
  * `initial`: what the timer sends until `beat` says otherwise. Each heartbeat replaces the details the
  * next attempt reads, so a beat without them would forget what an earlier attempt recorded.
  */
-export type WithHeartbeats = <T>(work: (beat: (details?: unknown) => void) => Promise<T>, initial?: unknown) => Promise<T>;
+export type WithHeartbeats = <T>(work: (beat: Beat) => Promise<T>, initial?: unknown) => Promise<T>;
 
 /** How often a long call heartbeats even without progress, so a dead worker is noticed quickly. */
 export function heartbeatsEvery(heartbeatEveryMs: number): WithHeartbeats {
-  return async function withHeartbeats<T>(work: (beat: (details?: unknown) => void) => Promise<T>, initial?: unknown): Promise<T> {
+  return async function withHeartbeats<T>(work: (beat: Beat) => Promise<T>, initial?: unknown): Promise<T> {
     const ctx = Context.current();
     // The timer repeats the latest details: they carry what a retry needs (a tool call's MCP task).
     let last: unknown = initial;
-    const beat = (details?: unknown) => {
+    const beat: Beat = (details, opts) => {
       if (details !== undefined) last = details;
-      ctx.heartbeat(last);
+      if (opts?.now !== false) ctx.heartbeat(last);
     };
     // A local activity has no heartbeats (nothing reads them): its work simply runs.
     if (ctx.info.isLocal) return await work(() => undefined);

@@ -27,7 +27,7 @@ import type { UserContext } from '../shared/user';
 import type { ActivityDeps } from './deps';
 import type { createHostTools, HostToolAudit } from './host-tools';
 import { retryingToolMessage } from './retry-notice';
-import { errorMessage, turnFields, userMeta, type WithHeartbeats } from './shared';
+import { errorMessage, turnFields, userMeta, type Beat, type WithHeartbeats } from './shared';
 import type { ToolSearch } from './tool-search';
 
 /** What a tool call leaves of its attempt's start-to-close timeout: it ends first, saying why. */
@@ -252,7 +252,7 @@ function samplingFor(a: Attempt, elicitation: ElicitationSession): SamplingSessi
 }
 
 /** The request to the server, its task, sending and progress beaten into the heartbeat details. */
-async function send(a: Attempt, call: PreparedCall, sampling: SamplingSession, beat: (details?: unknown) => void): Promise<ToolOutcome> {
+async function send(a: Attempt, call: PreparedCall, sampling: SamplingSession, beat: Beat): Promise<ToolOutcome> {
   const { deps, input, ctx, started, observe } = a;
   const { elicitation, resumeTask, state } = call;
   const token = input.sealedToken ? deps.unsealToken?.(input.sealedToken) : undefined;
@@ -282,11 +282,15 @@ async function send(a: Attempt, call: PreparedCall, sampling: SamplingSession, b
       state.details = { ...state.details, task };
       beat(state.details);
     },
-    // The first heartbeat of an attempt leaves at once: a later attempt learns the request went out.
+    // A call that must not be sent twice beats at once: a later attempt learns the request went out.
+    // One that may be sent again (read-only, or its server dedupes on the idempotency key) needs no
+    // such record, and skips that beat: the worker's core holds an activity's completion until a
+    // heartbeat in flight is answered, a round trip to the server on every quick call. The timer's
+    // beats carry `sent` from here on either way.
     onSend: () => {
       state.sentAt = performance.now();
       state.details = { ...state.details, sent: true };
-      beat(state.details);
+      beat(state.details, { now: !call.safety.repeatable });
     },
     onProgress: (p) => {
       state.details = { ...state.details, progress: p };

@@ -20,6 +20,7 @@ beforeAll(async () => {
       scripts: [
         { name: 'tools', match: 'use tools', steps: [{ toolCalls: [{ name: 'a__b', arguments: { x: 1 } }, { name: 'c__d', arguments: {} }] }, { text: 'final {{result.0}}' }] },
         { name: 'long', match: 'long answer', steps: [{ text: 'word '.repeat(200).trim() }] },
+        { name: 'slow', match: 'slow answer', steps: [{ text: 'one two three four five six' }] },
       ],
     },
   });
@@ -80,10 +81,28 @@ describe.each(PROVIDER_ROWS)('the LLM activity on %s', (_name, provider) => {
     expect(deltas.join('')).toBe(res.text);
   });
 
-  test('assembles streamed parallel tool calls and heartbeats while streaming; the results go back', async () => {
+  test('a quick answer completes without a heartbeat; a stream that goes on past a second beats as it goes', async () => {
+    const quick = new MockActivityEnvironment();
+    const quickBeats: unknown[] = [];
+    quick.on('heartbeat', (d: unknown) => quickBeats.push(d));
+    const acts = activities(llm());
+    await quick.run(acts.callLlm, req('slow answer'));
+    // Its completion need not wait for a heartbeat's round trip (the worker's core holds it until then).
+    expect(quickBeats).toEqual([]);
+    // The same six words 400 ms apart: 2.4 s of stream.
+    model.setFaults([{ chunkDelayMs: 400 }]);
+    const slow = new MockActivityEnvironment();
+    const slowBeats: number[] = [];
+    slow.on('heartbeat', () => void slowBeats.push(Date.now()));
+    const started = Date.now();
+    const res = (await slow.run(acts.callLlm, req('slow answer'))) as LlmResponse;
+    expect(res.text).toBe('one two three four five six');
+    expect(slowBeats.length).toBeGreaterThanOrEqual(1);
+    expect((slowBeats[0] ?? 0) - started).toBeGreaterThanOrEqual(1_000);
+  });
+
+  test('assembles streamed parallel tool calls; the results go back', async () => {
     const env = new MockActivityEnvironment();
-    const beats: unknown[] = [];
-    env.on('heartbeat', (d: unknown) => beats.push(d));
     const acts = activities(llm());
     const res = (await env.run(acts.callLlm, req('use tools'))) as LlmResponse;
     expect(res.text).toBeNull();
@@ -93,7 +112,6 @@ describe.each(PROVIDER_ROWS)('the LLM activity on %s', (_name, provider) => {
     ]);
     expect(new Set(res.toolCalls.map((c) => c.id)).size).toBe(2);
     expect(res.finishReason).toBe('tool_calls');
-    expect(beats.length).toBeGreaterThanOrEqual(1);
     // Both results in the next step: the stand-in's script reads the first.
     const next: LlmRequest = {
       ...req('use tools'),

@@ -97,6 +97,21 @@ test('a later attempt whose predecessor never sent the request calls the tool', 
   expect(server.applied()).toBe(before + 1);
 });
 
+test('a call that may be sent again does not heartbeat as it is sent; one that must not be sent twice does, before sending', async () => {
+  const beatsOf = async (server: string) => {
+    const env = new MockActivityEnvironment();
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    const out = (await env.run(acts.callTool, call(server, 'apply'))) as { isError: boolean };
+    expect(out.isError).toBe(false);
+    return beats;
+  };
+  // Its server dedupes on the idempotency key: a later attempt may send it again, so no record is
+  // needed, and its completion does not wait for a heartbeat's round trip.
+  expect(await beatsOf('dedupes')).toEqual([]);
+  expect(await beatsOf('applying')).toEqual([expect.objectContaining({ sent: true })]);
+});
+
 test("a later attempt tells the turn's streams that the call goes on, and where; its heartbeats name its worker", async () => {
   const notices: unknown[][] = [];
   const live = { ...createNoopPublisher(), toolNotice: (...args: unknown[]) => void notices.push(args) };
@@ -105,11 +120,11 @@ test("a later attempt tells the turn's streams that the call goes on, and where;
     const env = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { worker: '11@gone' } });
     const beats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    await env.run(ownActs.callTool, { ...call('dedupes', 'apply'), toolCallId: 'call-7' });
-    expect(notices).toEqual([['turn-r-1', 'call-7', 2, 'retrying dedupes__apply on another worker (attempt 2)']]);
+    await env.run(ownActs.callTool, { ...call('applying', 'apply'), toolCallId: 'call-7' });
+    expect(notices).toEqual([['turn-r-1', 'call-7', 2, 'retrying applying__apply on another worker (attempt 2)']]);
     expect(beats).toContainEqual(expect.objectContaining({ sent: true, worker: '12@here' }));
     // The first attempt says nothing.
-    await new MockActivityEnvironment().run(ownActs.callTool, { ...call('dedupes', 'apply'), toolCallId: 'call-8' });
+    await new MockActivityEnvironment().run(ownActs.callTool, { ...call('applying', 'apply'), toolCallId: 'call-8' });
     expect(notices).toHaveLength(1);
   } finally {
     await ownHub.close();
