@@ -19,7 +19,7 @@ fi
 # Build only when what goes into dist/ changed since the last build (every start runs this): the
 # sources, the compiler settings and the installed packages, by content.
 build_stamp=dist/.build-stamp
-have_build="$(find src examples tests bench -type f \( -name '*.ts' -o -name '*.json' -o -name '*.mjs' \) -print0 2>/dev/null \
+have_build="$(find src examples tests bench soak -type f \( -name '*.ts' -o -name '*.json' -o -name '*.mjs' \) -print0 2>/dev/null \
   | sort -z | xargs -0 sha256sum | cat - tsconfig.json package-lock.json | sha256sum | cut -d' ' -f1)"
 if [ -f "$build_stamp" ] && [ "$(cat "$build_stamp")" = "$have_build" ] && [ -f dist/src/workflow-bundle.js ]; then
   exit 0

@@ -11,6 +11,15 @@ import { runSoak } from './run';
  */
 const USAGE = 'usage: npm run soak -- [--users N] [--minutes T] [--out DIR] [--late-seconds S]';
 
+// Ctrl-C or a kill: every process the run started is stopped before this one exits (the engines too).
+let stopRun: (() => Promise<void>) | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`soak: ${signal}: stopping every process this run started\n`);
+    void (stopRun?.() ?? Promise.resolve()).catch(() => undefined).then(() => process.exit(130));
+  });
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
@@ -33,7 +42,11 @@ async function main(): Promise<number> {
   const late = lateRaw === undefined || lateRaw === '' ? undefined : Number(lateRaw);
   if (late !== undefined && !(Number.isFinite(late) && late >= 0 && late <= 24 * 3_600)) throw new Error(`--late-seconds must be a number of seconds from 0 to 86400 (${USAGE})`);
   const command = `npm run soak -- --users ${users} --minutes ${minutes}${late === undefined ? '' : ` --late-seconds ${late}`}`;
-  const result = await runSoak({ users, minutes, out: path.resolve(values.out), command, ...(late === undefined ? {} : { lateMs: late * 1000 }) });
+  const result = await runSoak({
+    users, minutes, out: path.resolve(values.out), command,
+    ...(late === undefined ? {} : { lateMs: late * 1000 }),
+    onStop: (stop) => void (stopRun = stop),
+  });
   process.stdout.write(result.report);
   process.stdout.write(`\nwritten to ${path.resolve(values.out)} (report.md, soak.svg, result.json)\n`);
   return result.ok ? 0 : 1;

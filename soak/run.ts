@@ -28,6 +28,8 @@ export interface SoakOptions {
   /** How long after the drain the turns still counted lost are read again (ms; default: the drain's length). */
   lateMs?: number;
   log?: (line: string) => void;
+  /** Hears how to stop every process of the run, as soon as there is one (soak/main.ts calls it on SIGINT/SIGTERM). */
+  onStop?: (stop: () => Promise<void>) => void;
 }
 
 export interface SoakResult {
@@ -73,7 +75,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   requireBuild();
   const log = o.log ?? ((line: string) => process.stderr.write(`soak: ${line}\n`));
   const rules = JSON.parse(readFileSync(EXAMPLE_RULES, 'utf8')) as DemoRules;
-  const topo = await startTopology(rules, log);
+  const topo = await startTopology(rules, log, o.onStop);
   let approver: ReturnType<typeof startApprover> | undefined;
   try {
     const base = topo.proxy.url;

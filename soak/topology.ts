@@ -86,13 +86,23 @@ const temporalOptions = { hostCache: SOAK_TEMPORAL_HOST_CACHE, postgresSettings:
  */
 export const SOAK_WORKER_CACHED_WORKFLOWS = 32;
 
-export async function startTopology(rules: DemoRules, log: (line: string) => void): Promise<Topology> {
+/**
+ * `onStop` hears, as soon as the first process is up, how to stop everything started so far and
+ * everything started later (a signal mid-start must not leave the engines running).
+ */
+export async function startTopology(rules: DemoRules, log: (line: string) => void, onStop: (stop: () => Promise<void>) => void = () => undefined): Promise<Topology> {
   const soakRules: DemoRules = { ...rules, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(rules.scripts ?? [])] };
   log('starting Temporal (the full server on PostgreSQL), the demo model and the school servers');
   const sys = await startSchoolSystem({ rules: soakRules, toolDelays: 'process_payment=300', temporal: (dir) => startTemporalCluster(dir, temporalOptions) });
   let stopping = false;
   const crashes: Topology['crashes'] = [];
   let temporal = sys.temporal.proc;
+  const stopAll = async (): Promise<void> => {
+    stopping = true;
+    await temporal.stop();
+    await sys.stop();
+  };
+  onStop(stopAll);
   try {
     // The in-process API of the test system is not one of the replicas: its worker goes.
     await sys.worker.stop();
@@ -207,15 +217,10 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
           }
         }
       },
-      async stop() {
-        stopping = true;
-        await temporal.stop();
-        await sys.stop();
-      },
+      stop: stopAll,
     };
   } catch (err) {
-    stopping = true;
-    await sys.stop();
+    await stopAll();
     throw err;
   }
 }
