@@ -211,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ? {
           onSubmitted: (turnId: string, turn: PushedTurn, position: number) => deps.live?.hub.events.expect(turnId, turn, position),
           justEnded: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => deps.live?.hub.events.justEnded(owner, sessionId, withinMs),
+          pushedEvents: (turnId: string) => deps.live?.hub.events.read(turnId, 0)?.events,
         }
       : {}),
   });

@@ -38,6 +38,11 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
   const heldAnswers = new Map<string, ElicitationAnswer[]>();
   /** Answers being said and audited (from the update), awaited by the call they belong to. */
   const settling = new Map<string, Promise<ElicitationAnswer>>();
+  /**
+   * Questions being opened (audited before they are shown): the same question asked again meanwhile
+   * (the next attempt of a call whose worker died while the first was being opened) is that one.
+   */
+  const opening = new Map<string, Question>();
 
   const questionOf = (asked: InputAsked): Question => ({ message: asked.message, ...(asked.mode ? { mode: asked.mode } : {}), ...(asked.url !== undefined ? { url: asked.url } : {}) });
 
@@ -102,14 +107,24 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
   setHandler(inputAskedSignal, async ({ toolCallId, question: asked }) => {
     const call = running.get(toolCallId);
     if (!call) return;
+    const question = questionOf(asked);
+    // Asked again while being opened: shown once (turns recorded before this opened it twice).
+    const pending = opening.get(toolCallId);
+    if (pending && sameQuestion(pending, question) && patched('input-asked-once')) return;
     const entry = waiting.get(toolCallId);
-    if (entry && sameQuestion(entry, questionOf(asked))) return;
+    if (entry && sameQuestion(entry, question)) return;
     // The call's question before was answered and the server asks the next one: keep that answer.
     if (entry?.answer) heldAnswers.set(toolCallId, [...(heldAnswers.get(toolCallId) ?? []), entry.answer]);
     waiting.delete(toolCallId);
-    const refused = await open(call.p, call.step, asked);
+    opening.set(toolCallId, question);
+    let refused: ElicitationAnswer | undefined;
+    try {
+      refused = await open(call.p, call.step, asked);
+    } finally {
+      if (opening.get(toolCallId) === question) opening.delete(toolCallId);
+    }
     const opened = waiting.get(toolCallId);
-    if (refused) waiting.set(toolCallId, { ...questionOf(asked), answer: refused, settled: true, held: true });
+    if (refused) waiting.set(toolCallId, { ...question, answer: refused, settled: true, held: true });
     else if (opened) opened.held = true;
   });
   setHandler(inputAnswerQuery, ({ toolCallId }) => {
@@ -157,6 +172,9 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
 
     /** The owner's answer to what the server asked (`cancel` when nobody answered in time). */
     async ask(p: Call, step: number, asked: InputAsked): Promise<ElicitationAnswer> {
+      // Being opened for the call's hold: the same question, shown once it is (turns before this opened it again).
+      const pending = opening.get(p.call.id);
+      if (pending && sameQuestion(pending, questionOf(asked)) && patched('input-asked-once')) await condition(() => !opening.has(p.call.id));
       const held = waiting.get(p.call.id);
       // Asked already while the call held it (then its hold ran out): the same question, shown once.
       if (!held || !sameQuestion(held, questionOf(asked))) {

@@ -113,7 +113,8 @@ test("a worker SIGKILLed while the 2026-07-28 server's question waits: the owner
   await sys.worker.kill();
   sys.worker = await sys.startWorker();
   const answerUrl = `${sys.apiUrl}/v1/turns/${post.body.turnId}/inputs/${String(asked?.toolCallId)}`;
-  expect((await postJson(answerUrl, { action: 'accept', content: { size: 'small' } })).status).toBe(200);
+  const answered = await postJson(answerUrl, { action: 'accept', content: { size: 'small' } });
+  expect(`${answered.status} ${JSON.stringify(answered.body)}`).toMatch(/^200 /);
 
   const all = await readSse(eventsUrl, { timeoutMs: 150_000 });
   expect(all.at(-1)?.event).toBe('done');

@@ -225,7 +225,8 @@ export const routeSchemas = {
     summary: 'Approve or deny a tool call',
     description:
       "Decides a tool call the policy holds for a human (`approval_required` event). The turn's owner or a role in `approval.approverRoles` " +
-      'of the same tenant may decide; anyone else, or a call that is not pending, gets `404`.',
+      'of the same tenant may decide; anyone else, or a call that is not pending, gets `404`. ' +
+      'A request shown by the live events a moment before the turn recorded it (its worker stopped in between) is waited for, up to 30 s; past that `503`: send the decision again.',
     tags: ['turns'],
     params: fromZod(ApprovalParams, 'input'),
     body: fromZod(ApprovalBody, 'input'),
@@ -245,7 +246,8 @@ export const routeSchemas = {
       'The event\'s `mode` says what kind of question it is: `form` (or absent) wants `content` for the schema; `url` asks the user to open ' +
       '`url` (`accept` once they have, no content); `sampling` asks whether the server may use the host\'s model for the request in `message`. ' +
       "Only the turn's owner answers. An accepted answer must satisfy the schema (`400 invalid_input` says where it does not); the call is " +
-      'then issued again with the answer. A call that asks nothing, or an answered one, gets `404`.',
+      'then issued again with the answer. A call that asks nothing, or an answered one, gets `404`. A question shown by the live events a ' +
+      'moment before the turn recorded it (its worker stopped in between) is waited for, up to 30 s; past that `503`: send the answer again.',
     tags: ['turns'],
     params: fromZod(ApprovalParams, 'input'),
     body: fromZod(InputBody, 'input'),

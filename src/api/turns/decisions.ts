@@ -2,7 +2,8 @@
 import type { z } from 'zod';
 import { canApprove } from '../../core/policy';
 import type { UserContext } from '../../shared/user';
-import type { TurnState } from '../../shared/turn';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TurnEvent } from '../../shared/turn';
 import type { ApprovalsInbox, InputBody } from '../contract';
 import { createArgumentValidator } from '../../validation/json-schema';
 import { HttpError, notFound } from '../errors';
@@ -11,10 +12,42 @@ import { unavailableOnError } from './unavailable';
 import { approvalTimeoutMs, ownedBy, pendingApprovals } from './views';
 
 const INBOX_LIMIT = 100;
+const RECORDED_WAIT_MS = 30_000;
+const RECORDED_LOOK_EVERY_MS = 250;
 
 export function createDecisions(opts: TurnServiceOptions) {
   const { gateway } = opts;
   const answerValidator = createArgumentValidator();
+
+  /** Whether the pushed events of a turn show `opened` on `toolCallId` and nothing after it that `closed` it. */
+  const isOpen = (toolCallId: string, opened: TurnEvent['type'], closed: TurnEvent['type']) => (turnId: string) => {
+    let open = false;
+    for (const e of opts.pushedEvents?.(turnId) ?? []) {
+      if (e.data['toolCallId'] !== toolCallId) continue;
+      if (e.type === opened) open = true;
+      if (e.type === closed) open = false;
+    }
+    return open;
+  };
+
+  /**
+   * Delivers an answer. The turn says it has nothing pending on that call, yet its pushed events show
+   * the question or approval open: the worker that showed it died before the workflow task that
+   * asked was recorded, and the next worker is asking again. The answer is tried again until the turn
+   * records it (at most `recordedWaitMs`), and is never lost as "not pending" meanwhile.
+   */
+  async function untilRecorded<R extends { kind: string }>(turnId: string, shown: (turnId: string) => boolean, deliver: () => Promise<R>): Promise<R> {
+    const giveUpAt = performance.now() + (opts.recordedWaitMs ?? RECORDED_WAIT_MS);
+    for (;;) {
+      const result = await deliver();
+      if (result.kind !== 'not_pending' || !shown(turnId)) return result;
+      if (performance.now() >= giveUpAt) {
+        throw new HttpError(503, 'unavailable', 'The turn showed this but has not recorded it yet (its worker is restarting); try again shortly.', 1);
+      }
+      await sleep(RECORDED_LOOK_EVERY_MS);
+    }
+  }
+
   return {
     /** Pending decisions the caller may take: their own turns', and, for approver roles, the tenant's. */
     async approvals(user: UserContext): Promise<z.output<typeof ApprovalsInbox>> {
@@ -39,7 +72,9 @@ export function createDecisions(opts: TurnServiceOptions) {
       const state = await unavailableOnError(() => gateway.getTurn(turnId));
       // Same tenant only; whether this caller may decide (owner, or an approver role) is the workflow's call.
       if (!state || !state.owner || state.owner.tenant !== user.tenant) throw notFound(`turn ${turnId}`);
-      const result = await unavailableOnError(() => gateway.decideApproval(turnId, { toolCallId, approve, approver: user }));
+      const result = await untilRecorded(turnId, isOpen(toolCallId, 'approval_required', 'approval_decided'), () =>
+        unavailableOnError(() => gateway.decideApproval(turnId, { toolCallId, approve, approver: user })),
+      );
       if (result.kind === 'already_decided') throw new HttpError(409, 'already_decided', `tool call ${toolCallId} was already decided`);
       // Not pending, or not this caller's to decide: indistinguishable from outside, by design.
       if (result.kind !== 'decided') throw notFound(`pending approval ${toolCallId} of turn ${turnId}`);
@@ -54,14 +89,16 @@ export function createDecisions(opts: TurnServiceOptions) {
     async provideInput(user: UserContext, turnId: string, toolCallId: string, body: z.output<typeof InputBody>) {
       const state = await unavailableOnError(() => gateway.getTurn(turnId));
       if (!state || !state.owner || state.owner.tenant !== user.tenant || state.owner.id !== user.id) throw notFound(`turn ${turnId}`);
-      const asked = openQuestion(state, toolCallId);
-      if (!asked || !gateway.provideInput) throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
+      // Shown from the pushed events and not recorded yet: the answer waits for the record below.
+      const asked = openQuestion(state.events, toolCallId) ?? openQuestion(opts.pushedEvents?.(turnId) ?? [], toolCallId);
+      const provide = gateway.provideInput?.bind(gateway);
+      if (!asked || !provide) throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
       if (body.action === 'accept') {
         const check = answerValidator.validate(asked.requestedSchema, body.content ?? {}, 'answer');
         if (!check.ok) throw new HttpError(400, 'invalid_input', check.message);
       }
       const input = { toolCallId, action: body.action, ...(body.action === 'accept' ? { content: body.content ?? {} } : {}), by: { id: user.id, tenant: user.tenant } };
-      const result = await unavailableOnError(() => gateway.provideInput?.(turnId, input) ?? Promise.resolve({ kind: 'not_pending' as const }));
+      const result = await untilRecorded(turnId, isOpen(toolCallId, 'input_required', 'input_provided'), () => unavailableOnError(() => provide(turnId, input)));
       if (result.kind !== 'provided') throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
       return { turnId, toolCallId, action: body.action };
     },
@@ -69,9 +106,9 @@ export function createDecisions(opts: TurnServiceOptions) {
 }
 
 /** The question (`input_required`) on `toolCallId` that no `input_provided` has answered yet. */
-function openQuestion(state: TurnState, toolCallId: string): { requestedSchema: unknown } | undefined {
+function openQuestion(events: readonly TurnEvent[], toolCallId: string): { requestedSchema: unknown } | undefined {
   let open: { requestedSchema: unknown } | undefined;
-  for (const e of state.events) {
+  for (const e of events) {
     if (e.data['toolCallId'] !== toolCallId) continue;
     if (e.type === 'input_required') open = { requestedSchema: e.data['requestedSchema'] };
     if (e.type === 'input_provided') open = undefined;

@@ -2,7 +2,7 @@
 import type { RateLimiters } from '../rate-limits';
 import type { ApiObserver } from '../../metrics';
 import type { Policy } from '../../shared/policy';
-import type { PushedTurn } from '../../shared/turn';
+import type { PushedTurn, TurnEvent } from '../../shared/turn';
 import type { TurnGateway } from '../gateway';
 import type { WorkerReports } from '../../health/reports';
 import type { UsageLedger } from '../../usage/ledger';
@@ -28,6 +28,15 @@ export interface TurnServiceOptions {
    * close a moment later): a new message's position does not count it. Absent: no hub.
    */
   justEnded?: (owner: { id: string; tenant: string }, sessionId: string, withinMs: number) => string | undefined;
+  /**
+   * The events of `turnId` its worker pushed to this replica's hub (src/live/turn-events.ts). They come
+   * as the workflow task runs, before its history records them: a question or an approval shown from
+   * them may not be recorded yet (its worker died before the task completed), and an answer waits for
+   * it (decisions.ts). Absent: no hub.
+   */
+  pushedEvents?: (turnId: string) => readonly TurnEvent[] | undefined;
+  /** How long an answer to something shown but not yet recorded waits for the record (default 30 s). */
+  recordedWaitMs?: number;
   /** What the workers last reported of their MCP servers: the health answer (no workflow per probe). */
   workerReports: WorkerReports;
   /** Whether this replica LISTENs on the live-text bus (readiness); absent: no bus. */

@@ -1,0 +1,96 @@
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import type { TurnState } from '../../src/shared/turn';
+import { inputAnswerQuery, inputAskedSignal, inputTakenUpdate, provideInputUpdate, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
+import type { turnWorkflow } from '../../src/workflows/turn';
+import { writeHistory } from '../tools/history-capture';
+import { callTools, deferred, eventually, FakeActivities, newTurnId, OWNER, type RunningWorker, say, startWorker, startWorkflowEnv, turnInput, type WorkflowEnv } from './harness';
+
+/**
+ * A held question asked twice while it is being opened (src/workflows/inputs.ts). A worker that dies
+ * after its call's activity asked, and before the turn's task that shows the question was recorded,
+ * leaves the next attempt asking the same question while the turn, replayed elsewhere, is still
+ * auditing the first: it must be shown and audited once, and answered once. Seen in the e2e suite as
+ * a second `input_required` for the one question. Both worker modes, as turn.test.ts.
+ */
+jest.setTimeout(120_000);
+
+let env: WorkflowEnv;
+beforeAll(async () => {
+  env = await startWorkflowEnv();
+}, 120_000);
+afterAll(async () => {
+  await env?.stop();
+});
+
+const MODES = [
+  { mode: 'a caching worker', options: {} },
+  { mode: 'a worker with maxCachedWorkflows: 0 (every task replays)', options: { maxCachedWorkflows: 0 } },
+];
+
+describe.each(MODES)('on $mode', ({ options }) => {
+  const fakes = new FakeActivities();
+  let worker: RunningWorker;
+  beforeAll(async () => {
+    worker = await startWorker(env, fakes.activities, options);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+  });
+
+  test('the same question asked again while its audit runs is shown, audited and answered once', async () => {
+    const id = newTurnId('asked-twice');
+    const asked = { message: 'Which size?', requestedSchema: { type: 'object', properties: { size: { type: 'string' } }, required: ['size'] } };
+    const auditing = deferred();
+    const audited = deferred();
+    fakes.script(id, {
+      callLlm: async (req) => (req.step === 1 ? callTools(['m1', 'notes__add', { text: 'pie' }]) : say('Done.')),
+      recordAudit: async (entry) => {
+        if (entry.kind !== 'elicitation_requested') return;
+        auditing.resolve();
+        await audited.promise;
+      },
+      callTool: async (input) => {
+        const turn = env.client.workflow.getHandle(Context.current().info.workflowExecution?.workflowId ?? '');
+        const toolCallId = input.toolCallId ?? '';
+        await turn.signal(inputAskedSignal, { toolCallId, question: asked });
+        // The second ask lands while the turn audits the first (what the next attempt does after a worker died).
+        await auditing.promise;
+        await turn.signal(inputAskedSignal, { toolCallId, question: asked });
+        const seen = await eventually(
+          async () => (await turn.fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'inputAsked').length ?? 0,
+          (n) => n >= 2,
+        );
+        expect(seen).toBe(2);
+        audited.resolve();
+        const held = await eventually(
+          async () => await turn.query(inputAnswerQuery, { toolCallId }),
+          (h) => h?.answer != null,
+          60_000,
+        );
+        if (!held?.answer) throw new Error('no answer came');
+        const answer = await turn.executeUpdate(inputTakenUpdate, { args: [{ toolCallId }] });
+        return { isError: false, text: `ordered a ${String(answer.content?.['size'])} pie` };
+      },
+    });
+    const handle = await env.client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: id, taskQueue: worker.taskQueue, args: [turnInput(id)] });
+    await eventually(
+      async (): Promise<TurnState> => await handle.query(turnStateQuery),
+      (s) => s.events.some((e) => e.type === 'input_required'),
+      60_000,
+    );
+    await handle.executeUpdate(provideInputUpdate, { args: [{ toolCallId: 'm1', action: 'accept', content: { size: 'small' }, by: { id: OWNER.id, tenant: OWNER.tenant } }] });
+    const state = await handle.result();
+    expect(state.toolCalls).toMatchObject([{ id: 'm1', state: 'completed', result: 'ordered a small pie' }]);
+    expect(state.events.filter((e) => e.type === 'input_required')).toHaveLength(1);
+    expect(state.events.filter((e) => e.type === 'input_provided')).toHaveLength(1);
+    expect(fakes.calls(id, 'recordAudit').map((a) => [a.kind, a.outcome])).toEqual([
+      ['elicitation_requested', undefined],
+      ['elicitation_answered', 'ok'],
+    ]);
+    // The replay suite's history of this race (tests/histories/), written when asked for.
+    if (process.env.CAPTURE_HISTORIES === '1' && !('maxCachedWorkflows' in options)) {
+      writeHistory(path.join(__dirname, '../histories/turn-elicitation-asked-twice.json'), id, await handle.fetchHistory());
+    }
+  });
+});
