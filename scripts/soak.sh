@@ -5,4 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/prepare.sh
 bash scripts/temporal-cluster.sh --build-only
+# The replicas and workers run with jemalloc, as the image does (decision 0046); without it the soak
+# says so in its report and runs on glibc's malloc.
+if lib="$(bash scripts/ensure-jemalloc.sh)"; then export SOAK_JEMALLOC="$lib"; fi
 exec node dist/soak/main.js "$@"

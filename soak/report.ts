@@ -5,6 +5,8 @@ import { endedCompleted, growthProblem, percentile, RSS_MIN_WINDOW_MS, type Faul
 export interface SoakFigures {
   users: number;
   minutes: number;
+  /** The allocator of the API replicas and workers, and why (soak/allocator.ts). */
+  allocator: string;
   start: number;
   end: number;
   /** How long turns in flight had after the users stopped, and the extra window lost turns were read again in (ms). */
@@ -63,6 +65,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '',
     '| figure | value |',
     '|---|---|',
+    `| allocator of the API replicas and workers | ${f.allocator} |`,
     `| turns submitted | ${t.submitted} (+ ${t.refused} messages refused before a turn) |`,
     `| completed | ${t.completed} |`,
     `| failed, with a reason | ${t.failed - t.failedWithoutReason} |`,

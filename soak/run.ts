@@ -150,7 +150,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g.name.endsWith('stdio MCP servers') && fresh !== undefined ? { ...g, freshMb: fresh } : g,
     );
     const figures: SoakFigures = {
-      users: o.users, minutes: o.minutes, start, end, drainMs, lateMs,
+      users: o.users, minutes: o.minutes, allocator: `${topo.allocator.name} (${topo.allocator.why})`, start, end, drainMs, lateMs,
       turns: turnFigures(turns),
       effects: effectFigures(topo.sys.store(), o.users, turns),
       latency: latencySeries(turns, start, Math.max(until, stoppedAt), Math.max(4, Math.min(20, Math.round(o.minutes * 2)))),

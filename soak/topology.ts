@@ -10,6 +10,7 @@ import { startPostgres, type TestPostgres } from '../tests/helpers/postgres';
 import { SCHOOL, SCHOOL_HOST, startSchoolSystem, type SchoolSystem } from '../tests/helpers/school';
 import { defaultHostConfig } from '../tests/helpers/system';
 import { startTemporalCluster } from '../tests/helpers/temporal-cluster';
+import { soakAllocator, type Allocator } from './allocator';
 import { startProxy, type Proxy } from './proxy';
 
 /**
@@ -35,6 +36,8 @@ export interface Topology {
   workers: Slot[];
   temporalProc(): ManagedProcess;
   bus: TestPostgres;
+  /** The allocator the API replicas and workers run with (soak/allocator.ts). */
+  allocator: Allocator;
   /** Unplanned exits seen (name, time, output tail). */
   crashes: Array<{ name: string; at: number; tail: string }>;
   /** Adds a student with an email and one unpaid invoice (through the admin server, as an operator would). */
@@ -91,6 +94,7 @@ export const SOAK_WORKER_CACHED_WORKFLOWS = 32;
  * everything started later (a signal mid-start must not leave the engines running).
  */
 export async function startTopology(rules: DemoRules, log: (line: string) => void, onStop: (stop: () => Promise<void>) => void = () => undefined): Promise<Topology> {
+  const allocator = soakAllocator();
   const soakRules: DemoRules = { ...rules, scripts: [{ name: 'long', match: '^long', steps: [{ text: LONG }] }, ...(rules.scripts ?? [])] };
   log('starting Temporal (the full server on PostgreSQL), the demo model and the school servers');
   const sys = await startSchoolSystem({ rules: soakRules, toolDelays: 'process_payment=300', temporal: (dir) => startTemporalCluster(dir, temporalOptions) });
@@ -113,10 +117,11 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     writeFileSync(hostConfig, JSON.stringify(defaultHostConfig(SCHOOL_HOST)));
     const liveSecret = randomBytes(16).toString('hex');
     const metricsToken = randomBytes(16).toString('hex');
-    const apiEnv = { POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken };
+    log(`API replicas and workers run with ${allocator.name} (${allocator.why})`);
+    const apiEnv = { ...allocator.env, POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken };
     const proxy = await startProxy([]);
     sys.onStop(() => proxy.close());
-    const workerEnv = { LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
+    const workerEnv = { ...allocator.env, LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
 
     const supervise = (slot: Slot, start: () => Promise<ManagedProcess>, onStart: (proc: ManagedProcess) => void = () => undefined): void => {
       void slot.proc.exited.then(async () => {
@@ -176,7 +181,7 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
       for (let i = 0; i < 1_200 && slot.proc === exited; i++) await new Promise((r) => setTimeout(r, 100));
     };
     return {
-      sys, proxy, apis, workers, bus, crashes,
+      sys, proxy, apis, workers, bus, crashes, allocator,
       temporalProc: () => temporal,
       async seedStudents(names) {
         const client = new Client({ name: 'soak-seed', version: '1' });

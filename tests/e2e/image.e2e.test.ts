@@ -1,7 +1,8 @@
 /**
  * The production image's contents, run: with no Docker engine here, the runtime stage of the
  * Dockerfile is replayed into a temporary directory that stands for /app (its COPY lines, its ENV
- * lines, its `npm ci --omit=dev`: production dependencies only, from the npm cache), and the host
+ * lines, its jemalloc (this machine's, preloaded as the image preloads it), its `npm ci --omit=dev`:
+ * production dependencies only, from the npm cache), and the host
  * runs from there: demo model, payments server over HTTP bound beyond loopback, worker and API. A
  * payment turn completes, so nothing the image leaves out (dev dependencies, tests, sources) is
  * needed at run time, and the payments server accepts the Host name the compose stack uses and
@@ -29,6 +30,10 @@ let apiUrl = '';
 let paymentsPort = 0;
 let token = '';
 
+/** Where the image links jemalloc, and where this machine has it (set when the stage installs it). */
+const IMAGE_JEMALLOC = '/usr/local/lib/libjemalloc.so.2';
+let jemalloc = '';
+
 /** Replays the Dockerfile's last stage into `dir` (standing for /app); returns its ENV, /app rewritten. */
 async function replayRuntimeStage(dir: string): Promise<Record<string, string>> {
   const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
@@ -52,7 +57,15 @@ async function replayRuntimeStage(dir: string): Promise<Record<string, string>> 
     }
     const envLine = /^ENV (.+)$/.exec(line.trim());
     if (envLine) {
-      for (const m of (envLine[1] as string).matchAll(/([A-Z_]+)=(\S+)/g)) env[m[1] as string] = (m[2] as string).replace(/^\/app(?=\/|$)/, dir);
+      for (const m of (envLine[1] as string).matchAll(/([A-Z_]+)=(\S+)/g)) {
+        const value = (m[2] as string).replace(/^\/app(?=\/|$)/, dir);
+        env[m[1] as string] = m[1] === 'LD_PRELOAD' && value === IMAGE_JEMALLOC ? jemalloc : value;
+      }
+      continue;
+    }
+    if (/^RUN .*apt-get install .*libjemalloc2/.test(line.trim())) {
+      // The image's jemalloc (decision 0046): the one this machine has, or installs (root, apt).
+      jemalloc = (await run('bash', [path.join(ROOT, 'scripts/ensure-jemalloc.sh')])).stdout.trim();
       continue;
     }
     if (/^RUN npm ci --omit=dev/.test(line.trim())) {
@@ -140,6 +153,15 @@ test('a payment turn runs on the image contents alone: production dependencies, 
   expect((await fetch(`${apiUrl}/console/`)).status).toBe(200);
   expect((await getJson(`${apiUrl}/healthz`)).body.temporal.ok).toBe(true);
 }, 120_000);
+
+test('every process of the image runs on jemalloc, preloaded by the image', () => {
+  expect(jemalloc).not.toBe('');
+  expect(procs.length).toBeGreaterThanOrEqual(4);
+  for (const proc of procs) {
+    const maps = readFileSync(`/proc/${proc.pid}/maps`, 'utf8');
+    expect({ process: proc.name, jemalloc: maps.includes('libjemalloc') }).toEqual({ process: proc.name, jemalloc: true });
+  }
+});
 
 test('the payments server accepts the Host name of its --allowed-host and refuses other names', async () => {
   const status = (host: string) =>

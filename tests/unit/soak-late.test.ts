@@ -78,7 +78,7 @@ test('a window already over still reads each lost turn once', async () => {
 });
 
 const figuresOf = (turns: TurnRecord[]): SoakFigures => ({
-  users: 2, minutes: 10, start: 0, end: 600_000, drainMs: 300_000, lateMs: 300_000,
+  users: 2, minutes: 10, allocator: 'jemalloc', start: 0, end: 600_000, drainMs: 300_000, lateMs: 300_000,
   turns: turnFigures(turns),
   effects: { charges: 0, refunds: 0, receipts: 0, extraCharges: 0, extraRefunds: 0, extraReceipts: 0, missingCharges: 0, details: [] },
   latency: [],
