@@ -3,6 +3,7 @@
  * contract, and the pure helpers (fuzzy name match, templates, user context).
  */
 import fs, { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { produce } from 'immer';
 import type * as Lockfile from 'proper-lockfile';
 import { matchScore } from '../../examples/servers/school/admin-server';
 import { callerOf } from '../../examples/servers/school/core';
@@ -63,19 +64,22 @@ test('reads share one parsed copy, frozen, until the file changes: a write by an
   expect(() => (first.users as User[]).push({ ...(first.users[0] as User), id: 'u-intruder' })).toThrow(TypeError);
   expect(() => Object.assign(first.users[0] as User, { name: 'Mallory' })).toThrow(TypeError);
   // A write through another store object (as another server process would) is read at once.
-  await new SchoolStore(file).transact((data) => {
-    data.users.push({ id: 'u-new', tenantId: SEED.tenant, name: 'Nina New', role: 'student', createdAt: new Date().toISOString() });
-    return { value: undefined, next: data };
-  });
+  await new SchoolStore(file).transact((data) => ({
+    value: undefined,
+    next: produce(data, (draft) => {
+      draft.users.push({ id: 'u-new', tenantId: SEED.tenant, name: 'Nina New', role: 'student', createdAt: new Date().toISOString() });
+    }),
+  }));
   const second = await store.read();
   expect(second).not.toBe(first);
   expect(second.users.map((u) => u.id)).toContain('u-new');
   expect(first.users.map((u) => u.id)).not.toContain('u-new');
-  // A file replaced by hand, with the same size, is a new version too (a new inode).
-  const edited = readFileSync(file, 'utf8').replace('Nina New', 'Nina Neu');
+  // A file replaced by hand is a new version too (a new inode); the log of the file before is not its own.
+  const edited = JSON.stringify(readStore(file)).replace('Nina New', 'Nina Neu');
   writeFileSync(`${file}.edit`, edited);
   fs.renameSync(`${file}.edit`, file);
   expect((await store.read()).users.find((u) => u.id === 'u-new')?.name).toBe('Nina Neu');
+  expect(readStore(file).users.find((u) => u.id === 'u-new')?.name).toBe('Nina Neu');
 });
 
 test('transactions: parallel writers from two store objects lose nothing; a throwing one writes nothing', async () => {
@@ -87,23 +91,24 @@ test('transactions: parallel writers from two store objects lose nothing; a thro
     Array.from({ length: 30 }, (_, i) =>
       (i % 2 ? a : b).transact((data) => {
         const user: User = { id: `u-tx${i}`, tenantId: 'demo', name: `T ${i}`, role: 'student', createdAt: now };
-        data.users.push(user);
-        return { value: user.id, next: data };
+        return { value: user.id, next: produce(data, (draft) => void draft.users.push(user)) };
       }),
     ),
   );
   expect(readStore(file).users.filter((u) => u.id.startsWith('u-tx'))).toHaveLength(30);
 
-  const before = readFileSync(file, 'utf8');
+  const before = [readFileSync(file, 'utf8'), readFileSync(`${file}.wal`, 'utf8')];
   await expect(
     a.transact((data) => {
-      data.users.length = 0;
+      // The data given is frozen: a transaction changes a draft of it.
+      expect(() => (data.users as User[]).push(data.users[0] as User)).toThrow(TypeError);
+      produce(data, (draft) => void (draft.users.length = 0));
       throw new Error('boom');
     }),
   ).rejects.toThrow('boom');
-  expect(readFileSync(file, 'utf8')).toBe(before);
+  expect([readFileSync(file, 'utf8'), readFileSync(`${file}.wal`, 'utf8')]).toEqual(before);
   // No temp files or lock directory left behind.
-  expect(readdirSync(tmp.dir).filter((f) => f.startsWith('tx.json'))).toEqual(['tx.json']);
+  expect(readdirSync(tmp.dir).filter((f) => f.startsWith('tx.json')).sort()).toEqual(['tx.json', 'tx.json.wal']);
 });
 
 /**

@@ -6,6 +6,7 @@
  * modern.ts one for the v2 server package (2026-07-28), so both revisions run the same code.
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { produce } from 'immer';
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY, USER_CONTEXT_META_KEY } from '../../../src/shared/meta';
 import { SchoolStore, type SchoolData, type StoredToolResult } from './store';
@@ -310,20 +311,26 @@ export function effectTool<Shape extends z.ZodRawShape>(
       const previous = slot === undefined ? undefined : data.idempotency[slot];
       if (previous) return { value: { result: previous.result, replayed: true } };
       const now = new Date().toISOString();
-      let draft: SchoolData = structuredClone(data);
-      let result: StoredToolResult;
-      try {
-        result = effect(draft, args, caller, now);
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        result = fail(error.message);
-      }
-      if (result.isError) draft = data; // a refusal changes nothing but its own record
+      let result: StoredToolResult = fail(`${name} did not run`);
+      // On a draft (immer): the records the effect does not touch stay the objects read, so the store's log holds only its changes.
+      let next = produce(data, (draft) => {
+        try {
+          result = effect(draft, args, caller, now);
+        } catch (error) {
+          if (!(error instanceof DomainError)) throw error;
+          result = fail(error.message);
+        }
+        // Copied out while the draft lives: the result may hold records of it.
+        result = JSON.parse(JSON.stringify(result)) as StoredToolResult;
+      });
+      if (result.isError) next = data; // a refusal changes nothing but its own record
       if (slot !== undefined && rawKey !== undefined) {
-        draft.idempotency[slot] = { server: rt.server, tool: name, tenantId: caller.tenantId, key: rawKey, result, recordedAt: now };
+        const record = { server: rt.server, tool: name, tenantId: caller.tenantId, key: rawKey, result, recordedAt: now };
+        next = produce(next, (draft) => {
+          draft.idempotency[slot] = record;
+        });
       }
-      const changed = draft !== data || slot !== undefined;
-      return { value: { result, replayed: false }, ...(changed ? { next: draft } : {}) };
+      return { value: { result, replayed: false }, ...(next !== data ? { next } : {}) };
     });
     if (replayed) rt.log(`${what}: idempotency key seen before, returning the first result unchanged`);
     else rt.log(`${what}: ${result.isError ? `refused: ${result.content[0]?.text ?? ''}` : 'applied'}`);
