@@ -109,8 +109,12 @@ export function latencySeries(turns: TurnRecord[], start: number, end: number, b
 export interface Growth {
   name: string;
   pid: number;
-  /** What `memFrom`/`memTo` measure: a single process's RSS, a process tree's summed PSS. */
-  memKind: 'RSS' | 'PSS';
+  /**
+   * What `memFrom`/`memTo` measure: a single process's RSS, a process tree's summed PSS, or, for a
+   * process whose metrics give its heap's floor, its RSS less the heap's garbage not collected yet
+   * (`RSS held`: heap in use minus the heap just after the last full collection).
+   */
+  memKind: 'RSS' | 'PSS' | 'RSS held';
   memFrom: number;
   memTo: number;
   fdsFrom: number;
@@ -120,6 +124,9 @@ export interface Growth {
   /** Workers and APIs: the V8 heap in use (MB); workers: the SDK's sticky cache (runs); APIs: live turns held. Medians of the same quarters; reported, not judged. */
   heapFrom?: number;
   heapTo?: number;
+  /** The heap just after the last full collection (MB), where the metrics give it: the same quarters. */
+  heapLiveFrom?: number;
+  heapLiveTo?: number;
   stickyFrom?: number;
   stickyTo?: number;
   liveFrom?: number;
@@ -180,12 +187,17 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
     // of the last quarter, as for memory) is no higher than the most the first half already held.
     const early = after.slice(0, Math.max(1, Math.ceil(after.length / 2)));
     const end = last;
+    // A V8 heap saws with a period of minutes under load, longer than a quarter: without the garbage
+    // it has not collected yet, what a process holds is judged, whatever the phase of its saw.
+    const held = head.pssMb === undefined && [...first, ...last].every((s) => s.heapUsedMb !== undefined && s.heapLiveMb !== undefined);
+    const mem = held ? heldMb : memoryMb;
     const g: Growth = {
-      name: head.name, pid: head.pid, windowMs: span, memKind: memoryKind(head),
-      memFrom: median(first.map(memoryMb)), memTo: median(last.map(memoryMb)),
+      name: head.name, pid: head.pid, windowMs: span, memKind: held ? 'RSS held' : memoryKind(head),
+      memFrom: median(first.map(mem)), memTo: median(last.map(mem)),
       fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(end.map((s) => s.fds)),
       ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(end.map((s) => s.mcp ?? 0)) } : {}),
       ...quarters(first, last, 'heapUsedMb', 'heap'),
+      ...quarters(first, last, 'heapLiveMb', 'heapLive'),
       ...quarters(first, last, 'stickyCache', 'sticky'),
       ...quarters(first, last, 'liveTurns', 'live'),
     };
@@ -195,8 +207,11 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
   return out;
 }
 
+/** RSS less the heap's garbage not collected yet: the heap in use above its floor after the last full collection. */
+const heldMb = (s: Sample): number => s.rssMb - Math.max(0, (s.heapUsedMb ?? 0) - (s.heapLiveMb ?? s.heapUsedMb ?? 0));
+
 /** `{<as>From, <as>To}`: the medians of a figure over the first and the last quarter, where samples have it. */
-function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'stickyCache' | 'liveTurns', as: 'heap' | 'sticky' | 'live'): Partial<Growth> {
+function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'heapLiveMb' | 'stickyCache' | 'liveTurns', as: 'heap' | 'heapLive' | 'sticky' | 'live'): Partial<Growth> {
   const a = first.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   const b = last.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   return a.length && b.length ? { [`${as}From`]: median(a), [`${as}To`]: median(b) } : {};

@@ -19,6 +19,8 @@ export interface Sample {
   mcp?: number;
   /** Workers and APIs, from their GET /metrics: the V8 heap in use (MB). */
   heapUsedMb?: number;
+  /** The same, just after the last full collection (MB): the floor of the heap's saw (src/metrics/heap-live.ts). */
+  heapLiveMb?: number;
   /** Workers: the SDK's sticky workflow cache (runs). */
   stickyCache?: number;
   /** APIs: the turns whose live text the replica holds. */
@@ -134,8 +136,8 @@ export function metricSum(text: string, name: string): number | undefined {
 }
 
 /**
- * Adds what each process's GET /metrics says to its sample: the V8 heap in use (a worker's or an
- * API's), a worker's sticky cache, an API's live turns. A process that does not answer within 2 s
+ * Adds what each process's GET /metrics says to its sample: the V8 heap in use and its floor after the
+ * last full collection (a worker's or an API's), a worker's sticky cache, an API's live turns. A process that does not answer within 2 s
  * (starting, killed) is left as it is.
  */
 export async function addProcessMetrics(samples: Sample[], metricsOf: (pid: number) => { url: string; token?: string } | undefined): Promise<void> {
@@ -149,9 +151,11 @@ export async function addProcessMetrics(samples: Sample[], metricsOf: (pid: numb
         if (!res.ok) return;
         const text = await res.text();
         const heap = metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_size_used_bytes');
+        const heapLive = metricSum(text, 'dmh_worker_nodejs_heap_live_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_live_bytes');
         const sticky = metricSum(text, 'temporal_sticky_cache_size');
         const live = metricSum(text, 'dmh_live_turns');
         if (heap !== undefined) s.heapUsedMb = heap / (1024 * 1024);
+        if (heapLive !== undefined) s.heapLiveMb = heapLive / (1024 * 1024);
         if (sticky !== undefined) s.stickyCache = sticky;
         if (live !== undefined) s.liveTurns = live;
       } catch {

@@ -7,6 +7,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerHeapLive } from './heap-live';
 import type { LlmErrorClass } from '../llm/errors';
 import type { McpOperationLabels } from '../telemetry/mcp-spans';
 import { costOf, priceOf, type ModelPrices } from '../usage/prices';
@@ -69,6 +70,7 @@ export function createWorkerMetrics(opts: {
 } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dmh_worker_' });
+  registerHeapLive(registry, 'dmh_worker_');
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
     new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
   const llm = histogram('dmh_llm_call_seconds', 'LLM calls (one per activity attempt), by outcome.', ['outcome'], [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]);
@@ -184,6 +186,7 @@ export function createApiMetrics(opts: { liveTurns?: () => number; liveSubscribe
 } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dmh_api_' });
+  registerHeapLive(registry, 'dmh_api_');
   const submitted = new Counter({ name: 'dmh_turns_submitted_total', help: 'Turns accepted by this API process, by kind.', labelNames: ['kind'], registers: [registry] });
   const gauge = (name: string, help: string, read: (() => number) | undefined) => {
     if (!read) return;

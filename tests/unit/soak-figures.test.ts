@@ -62,6 +62,25 @@ test("a heap's sawtooth is judged by the medians of a quarter of the window, not
   expect(Math.abs((g?.g.memTo ?? 0) - (g?.g.memFrom ?? 0))).toBeLessThan(20);
 });
 
+test("a heap that saws for minutes is judged by what the process holds, its RSS less the garbage not collected yet; a heap that leaks still fails", () => {
+  // As api-2 on 2026-11-26: a full collection every 4 min, the heap 55 → 125 MB between them, RSS with it.
+  // The quarters (2 min) catch different phases: the last sits at the top of a saw.
+  const sawing = (leak: number) =>
+    series('api-2', 7, 0, 10 * MIN, (t) => 160 + ((t + 2 * MIN) % (4 * MIN)) / MIN * 17.5 + (t / MIN) * leak).map((s) => {
+      const garbage = ((s.t + 2 * MIN) % (4 * MIN)) / MIN * 17.5;
+      return { ...s, heapUsedMb: 55 + garbage + (s.t / MIN) * leak, heapLiveMb: 55 + (s.t / MIN) * leak };
+    });
+  const raw = (samples: Sample[]) => judge(samples.map(({ heapLiveMb: _live, ...s }) => s))[0];
+  // Without the heap's floor, the phase decides: a flat process fails.
+  expect(raw(sawing(0))?.problem).toMatch(/api-2 \(pid 7\): RSS \d+ → \d+ MB/);
+  const [flat] = judge(sawing(0));
+  expect(flat?.g.memKind).toBe('RSS held');
+  expect(flat?.problem).toBeUndefined();
+  expect(flat?.g).toMatchObject({ heapLiveFrom: 55, heapLiveTo: 55 });
+  // 3 MB a minute kept: the floor rises, and so does what is held.
+  expect(judge(sawing(3))[0]?.problem).toMatch(/api-2 \(pid 7\): RSS held \d+ → \d+ MB/);
+});
+
 test("a process tree is judged by the sum of its PSS, which counts a page its processes share once", () => {
   // PostgreSQL: each backend touches more of the shared buffers, so the summed RSS climbs; PSS holds.
   const pg = series("Temporal's PostgreSQL", 4, 0, 10 * MIN, (t) => 800 + (t / MIN) * 120).map((s) => ({ ...s, pssMb: 300 }));
@@ -89,10 +108,12 @@ test("a worker's metrics are read from its Prometheus text, every label set summ
     'temporal_sticky_cache_size{namespace="default",task_queue="durable-mcp-host"} 12',
     'temporal_sticky_cache_size{namespace="other",task_queue="x"} 3',
     'dmh_worker_nodejs_heap_size_used_bytes 104857600',
+    'dmh_worker_nodejs_heap_live_bytes 52428800',
     'temporal_sticky_cache_size_total 99',
   ].join('\n');
   expect(metricSum(text, 'temporal_sticky_cache_size')).toBe(15);
   expect(metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes')).toBe(104857600);
+  expect(metricSum(text, 'dmh_worker_nodejs_heap_live_bytes')).toBe(52428800);
   expect(metricSum(text, 'absent')).toBeUndefined();
   const worker = series('worker-3', 6, 0, 10 * MIN, () => 350, { mcp: 7 }).map((s, i) => ({ ...s, heapUsedMb: 100 + i / 10, stickyCache: Math.min(40, i) }));
   const [g] = judge(worker);
@@ -105,7 +126,7 @@ test("each process's metrics come from its own endpoint, an API's with its token
   const { createServer } = await import('node:http');
   const token = 'soak-metrics-token';
   const server = createServer((req, res) => {
-    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
+    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ndmh_worker_nodejs_heap_live_bytes 20971520\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
     if (req.url === '/api' && req.headers.authorization === `Bearer ${token}`) return void res.end('dmh_api_nodejs_heap_size_used_bytes 31457280\ndmh_live_turns 12\n');
     res.statusCode = 401;
     res.end();
@@ -123,6 +144,7 @@ test("each process's metrics come from its own endpoint, an API's with its token
       { name: 'api-2', heapUsedMb: undefined, stickyCache: undefined, liveTurns: undefined },
       { name: 'payments', heapUsedMb: undefined, stickyCache: undefined, liveTurns: undefined },
     ]);
+    expect(samples.map((s) => s.heapLiveMb)).toEqual([20, undefined, undefined, undefined]);
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }
