@@ -12,15 +12,8 @@ find_lib() {
 }
 if [ -n "${JEMALLOC_PATH:-}" ] && [ -f "$JEMALLOC_PATH" ]; then echo "$JEMALLOC_PATH"; exit 0; fi
 if find_lib; then exit 0; fi
-if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
-  echo "Installing jemalloc (apt-get install libjemalloc2) ..." >&2
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y --no-install-recommends libjemalloc2 >/tmp/durable-mcp-host-jemalloc.log 2>&1; then
-    apt-get update >>/tmp/durable-mcp-host-jemalloc.log 2>&1 || true
-    apt-get install -y --no-install-recommends libjemalloc2 >>/tmp/durable-mcp-host-jemalloc.log 2>&1 || true
-  fi
-  if find_lib; then exit 0; fi
-  echo "apt-get could not install libjemalloc2 (log: /tmp/durable-mcp-host-jemalloc.log)" >&2
-fi
-echo "No jemalloc found: install it (Debian: apt-get install libjemalloc2) or set JEMALLOC_PATH" >&2
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+apt_install libjemalloc2 /tmp/durable-mcp-host-jemalloc.log || true
+if find_lib; then exit 0; fi
+echo "No jemalloc found: install it (Debian: apt-get install libjemalloc2) or set JEMALLOC_PATH (apt's log, if it ran: /tmp/durable-mcp-host-jemalloc.log)" >&2
 exit 1

@@ -70,6 +70,46 @@ export async function startWorkflowEnv(): Promise<WorkflowEnv> {
   }
 }
 
+/** A test file's dev server and bundle, started before its tests and stopped after them; read it inside tests and hooks. */
+export function workflowEnvForFile(): () => WorkflowEnv {
+  let env: WorkflowEnv | undefined;
+  beforeAll(async () => {
+    env = await startWorkflowEnv();
+  }, 120_000);
+  afterAll(async () => {
+    await env?.stop();
+  });
+  return () => {
+    if (!env) throw new Error('the workflow env is not started (read it inside a test or hook)');
+    return env;
+  };
+}
+
+/** The two ways a worker runs turns, for describe.each: its workflow cache kept, and none (every task and query replays). */
+export const WORKER_MODES = [
+  { mode: 'a caching worker', options: {} as Partial<WorkerOptions>, replays: false },
+  { mode: 'a worker with maxCachedWorkflows: 0 (every task replays)', options: { maxCachedWorkflows: 0 } as Partial<WorkerOptions>, replays: true },
+];
+
+/** For a describe block: fake activities, and a worker for them started before its tests and stopped after them. */
+export function scriptedWorker(env: () => WorkflowEnv, options: Partial<WorkerOptions> = {}): { fakes: FakeActivities; worker: () => RunningWorker } {
+  const fakes = new FakeActivities();
+  let worker: RunningWorker | undefined;
+  beforeAll(async () => {
+    worker = await startWorker(env(), fakes.activities, options);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+  });
+  return {
+    fakes,
+    worker: () => {
+      if (!worker) throw new Error('the worker is not started (read it inside a test or hook)');
+      return worker;
+    },
+  };
+}
+
 export interface RunningWorker {
   worker: Worker;
   taskQueue: string;

@@ -4,7 +4,7 @@ import type { TurnState } from '../../src/shared/turn';
 import { inputAnswerQuery, inputAskedSignal, inputTakenUpdate, provideInputUpdate, TURN_WORKFLOW_TYPE, turnStateQuery } from '../../src/workflows/definitions';
 import type { turnWorkflow } from '../../src/workflows/turn';
 import { writeHistory } from '../tools/history-capture';
-import { callTools, deferred, eventually, FakeActivities, newTurnId, OWNER, type RunningWorker, say, startWorker, startWorkflowEnv, turnInput, type WorkflowEnv } from './harness';
+import { callTools, deferred, eventually, newTurnId, OWNER, say, scriptedWorker, turnInput, WORKER_MODES, workflowEnvForFile } from './harness';
 
 /**
  * A held question asked twice while it is being opened (src/workflows/inputs.ts). A worker that dies
@@ -15,28 +15,10 @@ import { callTools, deferred, eventually, FakeActivities, newTurnId, OWNER, type
  */
 jest.setTimeout(120_000);
 
-let env: WorkflowEnv;
-beforeAll(async () => {
-  env = await startWorkflowEnv();
-}, 120_000);
-afterAll(async () => {
-  await env?.stop();
-});
+const env = workflowEnvForFile();
 
-const MODES = [
-  { mode: 'a caching worker', options: {} },
-  { mode: 'a worker with maxCachedWorkflows: 0 (every task replays)', options: { maxCachedWorkflows: 0 } },
-];
-
-describe.each(MODES)('on $mode', ({ options }) => {
-  const fakes = new FakeActivities();
-  let worker: RunningWorker;
-  beforeAll(async () => {
-    worker = await startWorker(env, fakes.activities, options);
-  });
-  afterAll(async () => {
-    await worker?.stop();
-  });
+describe.each(WORKER_MODES)('on $mode', ({ options }) => {
+  const { fakes, worker } = scriptedWorker(env, options);
 
   test('the same question asked again while its audit runs is shown, audited and answered once', async () => {
     const id = newTurnId('asked-twice');
@@ -51,7 +33,7 @@ describe.each(MODES)('on $mode', ({ options }) => {
         await audited.promise;
       },
       callTool: async (input) => {
-        const turn = env.client.workflow.getHandle(Context.current().info.workflowExecution?.workflowId ?? '');
+        const turn = env().client.workflow.getHandle(Context.current().info.workflowExecution?.workflowId ?? '');
         const toolCallId = input.toolCallId ?? '';
         await turn.signal(inputAskedSignal, { toolCallId, question: asked });
         // The second ask lands while the turn audits the first (what the next attempt does after a worker died).
@@ -73,7 +55,7 @@ describe.each(MODES)('on $mode', ({ options }) => {
         return { isError: false, text: `ordered a ${String(answer.content?.['size'])} pie` };
       },
     });
-    const handle = await env.client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: id, taskQueue: worker.taskQueue, args: [turnInput(id)] });
+    const handle = await env().client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: id, taskQueue: worker().taskQueue, args: [turnInput(id)] });
     await eventually(
       async (): Promise<TurnState> => await handle.query(turnStateQuery),
       (s) => s.events.some((e) => e.type === 'input_required'),
@@ -89,7 +71,7 @@ describe.each(MODES)('on $mode', ({ options }) => {
       ['elicitation_answered', 'ok'],
     ]);
     // The replay suite's history of this race (tests/histories/), written when asked for.
-    if (process.env.CAPTURE_HISTORIES === '1' && !('maxCachedWorkflows' in options)) {
+    if (process.env.CAPTURE_HISTORIES === '1' && options.maxCachedWorkflows === undefined) {
       writeHistory(path.join(__dirname, '../histories/turn-elicitation-asked-twice.json'), id, await handle.fetchHistory());
     }
   });

@@ -2,7 +2,7 @@ import type { TurnInput } from '../../src/shared/turn';
 import { TURN_WORKFLOW_TYPE } from '../../src/workflows/definitions';
 import type { turnWorkflow } from '../../src/workflows/turn';
 import { patchIds, spanOf, toolSpans } from '../helpers/tool-spans';
-import { callTools, CATALOG, FakeActivities, newTurnId, policy, type RunningWorker, say, startWorker, startWorkflowEnv, turnInput, type WorkflowEnv } from './harness';
+import { callTools, CATALOG, newTurnId, policy, say, scriptedWorker, turnInput, WORKER_MODES, workflowEnvForFile } from './harness';
 
 /**
  * The calls of one step overlap whatever their kind (decision 0021): a read-only tool, which would
@@ -14,13 +14,7 @@ jest.setTimeout(30_000);
 /** How long the read-only tool takes: the regular call beside it must be done well before. */
 const READ_ONLY_MS = 1_500;
 
-let env: WorkflowEnv;
-beforeAll(async () => {
-  env = await startWorkflowEnv();
-}, 120_000);
-afterAll(async () => {
-  await env?.stop();
-});
+const env = workflowEnvForFile();
 
 /** The test catalog with clock/now marked read-only, as the worker marks it. */
 const listToolRefs = async () => ({
@@ -28,21 +22,11 @@ const listToolRefs = async () => ({
   servers: CATALOG.servers,
 });
 
-describe.each([
-  { mode: 'a caching worker', options: {} },
-  { mode: 'a worker with maxCachedWorkflows: 0', options: { maxCachedWorkflows: 0 } },
-])('tool calls of one step on $mode', ({ options }) => {
-  const fakes = new FakeActivities();
-  let worker: RunningWorker;
-  beforeAll(async () => {
-    worker = await startWorker(env, fakes.activities, options);
-  });
-  afterAll(async () => {
-    await worker?.stop();
-  });
+describe.each(WORKER_MODES)('tool calls of one step on $mode', ({ options }) => {
+  const { fakes, worker } = scriptedWorker(env, options);
 
   async function startTurn(input: TurnInput) {
-    return await env.client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: input.turnId, taskQueue: worker.taskQueue, args: [input] });
+    return await env().client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: input.turnId, taskQueue: worker().taskQueue, args: [input] });
   }
 
   /** clock/now takes READ_ONLY_MS; every other tool answers at once. */

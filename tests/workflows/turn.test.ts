@@ -12,20 +12,18 @@ import {
   eventOf,
   eventTypes,
   eventually,
-  FakeActivities,
   newTurnId,
   OWNER,
   policy,
-  type RunningWorker,
   say,
-  startWorker,
-  startWorkflowEnv,
+  scriptedWorker,
   STRANGER,
   SYSTEM_PROMPT,
   turnInput,
   turnOptions,
   within,
-  type WorkflowEnv,
+  WORKER_MODES,
+  workflowEnvForFile,
 } from './harness';
 
 /**
@@ -44,33 +42,15 @@ async function currentDetails(handle: { query<R>(name: string): Promise<R> }): P
   return (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails;
 }
 
-let env: WorkflowEnv;
-beforeAll(async () => {
-  env = await startWorkflowEnv();
-}, 120_000);
-afterAll(async () => {
-  await env?.stop();
-});
+const env = workflowEnvForFile();
 
-const MODES = [
-  { mode: 'a caching worker', options: {}, replays: false },
-  { mode: 'a worker with maxCachedWorkflows: 0 (every task replays)', options: { maxCachedWorkflows: 0 }, replays: true },
-];
-
-describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
-  const fakes = new FakeActivities();
-  let worker: RunningWorker;
-  beforeAll(async () => {
-    worker = await startWorker(env, fakes.activities, options);
-  });
-  afterAll(async () => {
-    await worker?.stop();
-  });
+describe.each(WORKER_MODES)('turnWorkflow on $mode', ({ options, replays }) => {
+  const { fakes, worker: running } = scriptedWorker(env, options);
 
   async function startTurn(input: TurnInput) {
-    return await env.client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, {
+    return await env().client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, {
       workflowId: input.turnId,
-      taskQueue: worker.taskQueue,
+      taskQueue: running().taskQueue,
       args: [input],
     });
   }
@@ -140,10 +120,10 @@ describe.each(MODES)('turnWorkflow on $mode', ({ options, replays }) => {
     expect((await handle.query(turnStateQuery, last - 1)).events.map((e) => e.id)).toEqual([last]);
     // Which worker mode this is: a caching worker keeps the waiting turn; the other evicts it after every task.
     if (replays) {
-      const cached = await eventually(async () => worker.worker.getStatus().numCachedWorkflows, (n) => n === 0);
+      const cached = await eventually(async () => running().worker.getStatus().numCachedWorkflows, (n) => n === 0);
       expect(cached).toBe(0);
     } else {
-      expect(worker.worker.getStatus().numCachedWorkflows).toBeGreaterThanOrEqual(1);
+      expect(running().worker.getStatus().numCachedWorkflows).toBeGreaterThanOrEqual(1);
     }
 
     // Someone of another tenant is refused by the validator.
