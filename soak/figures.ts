@@ -127,6 +127,9 @@ export interface Growth {
   /** The heap just after the last full collection (MB), where the metrics give it: the same quarters. */
   heapLiveFrom?: number;
   heapLiveTo?: number;
+  /** The heap V8 holds from the system (MB, committed), where the metrics give it: the same quarters. */
+  heapTotalFrom?: number;
+  heapTotalTo?: number;
   stickyFrom?: number;
   stickyTo?: number;
   liveFrom?: number;
@@ -198,6 +201,7 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
       ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(end.map((s) => s.mcp ?? 0)) } : {}),
       ...quarters(first, last, 'heapUsedMb', 'heap'),
       ...quarters(first, last, 'heapLiveMb', 'heapLive'),
+      ...quarters(first, last, 'heapTotalMb', 'heapTotal'),
       ...quarters(first, last, 'stickyCache', 'sticky'),
       ...quarters(first, last, 'liveTurns', 'live'),
     };
@@ -211,7 +215,12 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
 const heldMb = (s: Sample): number => s.rssMb - Math.max(0, (s.heapUsedMb ?? 0) - (s.heapLiveMb ?? s.heapUsedMb ?? 0));
 
 /** `{<as>From, <as>To}`: the medians of a figure over the first and the last quarter, where samples have it. */
-function quarters(first: Sample[], last: Sample[], field: 'heapUsedMb' | 'heapLiveMb' | 'stickyCache' | 'liveTurns', as: 'heap' | 'heapLive' | 'sticky' | 'live'): Partial<Growth> {
+function quarters(
+  first: Sample[],
+  last: Sample[],
+  field: 'heapUsedMb' | 'heapLiveMb' | 'heapTotalMb' | 'stickyCache' | 'liveTurns',
+  as: 'heap' | 'heapLive' | 'heapTotal' | 'sticky' | 'live',
+): Partial<Growth> {
   const a = first.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   const b = last.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   return a.length && b.length ? { [`${as}From`]: median(a), [`${as}To`]: median(b) } : {};

@@ -46,7 +46,12 @@ const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 /** A process's heap, and a worker's sticky cache or an API's live turns, over its window, as far as its metrics answered. */
 function processFigures(g: Growth): string {
   const parts: string[] = [];
-  if (g.heapFrom !== undefined) parts.push(`heap ${g.heapFrom.toFixed(0)} → ${(g.heapTo ?? 0).toFixed(0)}${g.heapLiveFrom === undefined ? '' : ` (after a full collection ${g.heapLiveFrom.toFixed(0)} → ${(g.heapLiveTo ?? 0).toFixed(0)})`}`);
+  if (g.heapFrom !== undefined) {
+    const floor = g.heapLiveFrom === undefined ? '' : `after a full collection ${g.heapLiveFrom.toFixed(0)} → ${(g.heapLiveTo ?? 0).toFixed(0)}`;
+    const committed = g.heapTotalFrom === undefined ? '' : `committed ${g.heapTotalFrom.toFixed(0)} → ${(g.heapTotalTo ?? 0).toFixed(0)}`;
+    const more = [floor, committed].filter(Boolean).join('; ');
+    parts.push(`heap ${g.heapFrom.toFixed(0)} → ${(g.heapTo ?? 0).toFixed(0)}${more ? ` (${more})` : ''}`);
+  }
   if (g.stickyFrom !== undefined) parts.push(`sticky ${g.stickyFrom.toFixed(0)} → ${(g.stickyTo ?? 0).toFixed(0)}`);
   if (g.liveFrom !== undefined) parts.push(`live turns ${g.liveFrom.toFixed(0)} → ${(g.liveTo ?? 0).toFixed(0)}`);
   return parts.join(', ');
@@ -98,7 +103,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     ...(f.growth.some((g) => g.memKind === 'RSS held')
       ? ['`RSS held`: the RSS less the heap the process had not collected yet (heap in use minus the heap after its last full collection): the saw of a V8 heap, minutes long under load, does not decide the verdict.', '']
       : []),
-    '| process (pid) | memory after its warm-up → end (MB; medians of the first and last quarter) | fds (most in the first half → end) | MCP connections (same) | V8 heap used (MB); sticky cache of a worker (runs), live turns of an API (same quarters) | judged |',
+    '| process (pid) | memory after its warm-up → end (MB; medians of the first and last quarter) | fds (most in the first half → end) | MCP connections (same) | V8 heap used (MB; after a full collection, committed); sticky cache of a worker (runs), live turns of an API (same quarters) | judged |',
     '|---|---|---|---|---|---|',
     ...f.growth.map(
       (g) =>

@@ -21,6 +21,8 @@ export interface Sample {
   heapUsedMb?: number;
   /** The same, just after the last full collection (MB): the floor of the heap's saw (src/metrics/heap-live.ts). */
   heapLiveMb?: number;
+  /** The heap V8 holds from the system (MB, committed): what stays in the RSS when the heap in use falls. */
+  heapTotalMb?: number;
   /** Workers: the SDK's sticky workflow cache (runs). */
   stickyCache?: number;
   /** APIs: the turns whose live text the replica holds. */
@@ -152,10 +154,12 @@ export async function addProcessMetrics(samples: Sample[], metricsOf: (pid: numb
         const text = await res.text();
         const heap = metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_size_used_bytes');
         const heapLive = metricSum(text, 'dmh_worker_nodejs_heap_live_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_live_bytes');
+        const heapTotal = metricSum(text, 'dmh_worker_nodejs_heap_size_total_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_size_total_bytes');
         const sticky = metricSum(text, 'temporal_sticky_cache_size');
         const live = metricSum(text, 'dmh_live_turns');
         if (heap !== undefined) s.heapUsedMb = heap / (1024 * 1024);
         if (heapLive !== undefined) s.heapLiveMb = heapLive / (1024 * 1024);
+        if (heapTotal !== undefined) s.heapTotalMb = heapTotal / (1024 * 1024);
         if (sticky !== undefined) s.stickyCache = sticky;
         if (live !== undefined) s.liveTurns = live;
       } catch {

@@ -77,6 +77,7 @@ test("a heap that saws for minutes is judged by what the process holds, its RSS 
   expect(flat?.g.memKind).toBe('RSS held');
   expect(flat?.problem).toBeUndefined();
   expect(flat?.g).toMatchObject({ heapLiveFrom: 55, heapLiveTo: 55 });
+  expect(flat?.g.heapTotalFrom).toBeUndefined();
   // 3 MB a minute kept: the floor rises, and so does what is held.
   expect(judge(sawing(3))[0]?.problem).toMatch(/api-2 \(pid 7\): RSS held \d+ → \d+ MB/);
 });
@@ -126,7 +127,7 @@ test("each process's metrics come from its own endpoint, an API's with its token
   const { createServer } = await import('node:http');
   const token = 'soak-metrics-token';
   const server = createServer((req, res) => {
-    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ndmh_worker_nodejs_heap_live_bytes 20971520\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
+    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ndmh_worker_nodejs_heap_live_bytes 20971520\ndmh_worker_nodejs_heap_size_total_bytes 83886080\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
     if (req.url === '/api' && req.headers.authorization === `Bearer ${token}`) return void res.end('dmh_api_nodejs_heap_size_used_bytes 31457280\ndmh_live_turns 12\n');
     res.statusCode = 401;
     res.end();
@@ -145,6 +146,7 @@ test("each process's metrics come from its own endpoint, an API's with its token
       { name: 'payments', heapUsedMb: undefined, stickyCache: undefined, liveTurns: undefined },
     ]);
     expect(samples.map((s) => s.heapLiveMb)).toEqual([20, undefined, undefined, undefined]);
+    expect(samples.map((s) => s.heapTotalMb)).toEqual([80, undefined, undefined, undefined]);
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }
