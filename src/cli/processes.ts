@@ -182,6 +182,25 @@ export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, number>> = Objec
   Object.fromEntries(tunedProcessors().flatMap((p) => [[`history.${p}ProcessorMaxPollRPS`, 2000], [`history.${p}ProcessorMaxPollHostRPS`, 2000]])),
 );
 
+/**
+ * The dev server binds its gRPC port before its HTTP API and its /metrics, and exits when either of those
+ * fails to bind (a port taken since it was found free): ready means all three answer, the namespace
+ * registered, so a server that dies after its gRPC port opened fails here, where a caller can retry.
+ */
+async function devServerReady(host: string, ports: { grpcPort: number; httpPort: number; metricsPort: number }, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await waitForPort(host, ports.grpcPort, timeoutMs);
+  const urls = [`http://${host}:${ports.httpPort}/api/v1/namespaces/default`, `http://${host}:${ports.metricsPort}/metrics`];
+  for (const url of urls) {
+    for (;;) {
+      const status = await fetch(url, { signal: AbortSignal.timeout(5_000) }).then((r) => (void r.body?.cancel(), r.status), () => 0);
+      if (status === 200) break;
+      if (Date.now() > deadline) throw new Error(`temporal dev server not ready after ${timeoutMs} ms: ${url} answered ${status || 'nothing'}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
 /** `temporal server start-dev` with its state in an SQLite file, so it survives restarts. */
 export async function startTemporalDevServer(opts: {
   cli: string;
@@ -202,12 +221,19 @@ export async function startTemporalDevServer(opts: {
   searchAttributes?: boolean;
   /** The web UI's remote codec endpoint (the API's codec server), so it shows payloads decoded. */
   uiCodecEndpoint?: string;
+  /** The HTTP API's and the server's /metrics ports; default: free ports. */
+  httpPort?: number;
+  metricsPort?: number;
 }): Promise<TemporalDevServer> {
   const host = opts.host ?? '127.0.0.1';
+  const httpPort = opts.httpPort ?? (await freePort(host));
+  const metricsPort = opts.metricsPort ?? (await freePort(host));
   const args = [
     'server', 'start-dev',
     '--ip', host,
     '--port', String(opts.port),
+    '--http-port', String(httpPort),
+    '--metrics-port', String(metricsPort),
     '--db-filename', opts.dbFile,
     ...(opts.searchAttributes === false ? [] : ['--search-attribute', 'SessionId=Keyword', '--search-attribute', 'UserId=Keyword', '--search-attribute', 'TenantId=Keyword']),
     '--log-level', opts.logLevel ?? 'warn',
@@ -219,7 +245,7 @@ export async function startTemporalDevServer(opts: {
   const { proc } = await spawnManaged('temporal', opts.cli, args, { onLine: opts.onLine });
   try {
     await Promise.race([
-      waitForPort(host, opts.port, 60_000),
+      devServerReady(host, { grpcPort: opts.port, httpPort, metricsPort }, 60_000),
       proc.exited.then((code) => {
         throw new Error(`temporal dev server exited with code ${code}:\n${proc.output().slice(-2000)}`);
       }),
