@@ -14,6 +14,8 @@ export SCHEMATHESIS_CLI
 # The full Temporal server on PostgreSQL (tests/e2e/scale-out-cluster.e2e.test.ts), built from Go
 # modules into .tools/ on first use: minutes, so before jest rather than inside a test's timeout.
 bash scripts/temporal-cluster.sh --build-only
+# The soak's replicas and workers run with jemalloc, as the image does (decision 0046, soak/allocator.ts).
+if lib="$(bash scripts/ensure-jemalloc.sh)"; then export SOAK_JEMALLOC="$lib"; fi
 echo "Linting ..." >&2
 npx eslint . --max-warnings=0
 results=.data/test-results.json
