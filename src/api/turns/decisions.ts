@@ -20,15 +20,8 @@ export function createDecisions(opts: TurnServiceOptions) {
   const answerValidator = createArgumentValidator();
 
   /** Whether the pushed events of a turn show `opened` on `toolCallId` and nothing after it that `closed` it. */
-  const isOpen = (toolCallId: string, opened: TurnEvent['type'], closed: TurnEvent['type']) => (turnId: string) => {
-    let open = false;
-    for (const e of opts.pushedEvents?.(turnId) ?? []) {
-      if (e.data['toolCallId'] !== toolCallId) continue;
-      if (e.type === opened) open = true;
-      if (e.type === closed) open = false;
-    }
-    return open;
-  };
+  const isOpen = (toolCallId: string, opened: TurnEvent['type'], closed: TurnEvent['type']) => (turnId: string) =>
+    openedEvent(opts.pushedEvents?.(turnId) ?? [], toolCallId, opened, closed) !== undefined;
 
   /**
    * Delivers an answer. The turn says it has nothing pending on that call, yet its pushed events show
@@ -90,11 +83,12 @@ export function createDecisions(opts: TurnServiceOptions) {
       const state = await unavailableOnError(() => gateway.getTurn(turnId));
       if (!state || !state.owner || state.owner.tenant !== user.tenant || state.owner.id !== user.id) throw notFound(`turn ${turnId}`);
       // Shown from the pushed events and not recorded yet: the answer waits for the record below.
-      const asked = openQuestion(state.events, toolCallId) ?? openQuestion(opts.pushedEvents?.(turnId) ?? [], toolCallId);
+      const question = (events: readonly TurnEvent[]) => openedEvent(events, toolCallId, 'input_required', 'input_provided');
+      const asked = question(state.events) ?? question(opts.pushedEvents?.(turnId) ?? []);
       const provide = gateway.provideInput?.bind(gateway);
       if (!asked || !provide) throw notFound(`question on tool call ${toolCallId} of turn ${turnId}`);
       if (body.action === 'accept') {
-        const check = answerValidator.validate(asked.requestedSchema, body.content ?? {}, 'answer');
+        const check = answerValidator.validate(asked.data['requestedSchema'], body.content ?? {}, 'answer');
         if (!check.ok) throw new HttpError(400, 'invalid_input', check.message);
       }
       const input = { toolCallId, action: body.action, ...(body.action === 'accept' ? { content: body.content ?? {} } : {}), by: { id: user.id, tenant: user.tenant } };
@@ -105,13 +99,13 @@ export function createDecisions(opts: TurnServiceOptions) {
   };
 }
 
-/** The question (`input_required`) on `toolCallId` that no `input_provided` has answered yet. */
-function openQuestion(events: readonly TurnEvent[], toolCallId: string): { requestedSchema: unknown } | undefined {
-  let open: { requestedSchema: unknown } | undefined;
+/** The latest `opened` event on `toolCallId` that no `closed` event came after (a question, an approval). */
+function openedEvent(events: readonly TurnEvent[], toolCallId: string, opened: TurnEvent['type'], closed: TurnEvent['type']): TurnEvent | undefined {
+  let open: TurnEvent | undefined;
   for (const e of events) {
     if (e.data['toolCallId'] !== toolCallId) continue;
-    if (e.type === 'input_required') open = { requestedSchema: e.data['requestedSchema'] };
-    if (e.type === 'input_provided') open = undefined;
+    if (e.type === opened) open = e;
+    if (e.type === closed) open = undefined;
   }
   return open;
 }
