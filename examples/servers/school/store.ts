@@ -21,7 +21,7 @@ import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as lockfile from 'proper-lockfile';
 import { createSeedData } from './seed';
-import { completeLines, diff, logLine, replay } from './wal';
+import { appendLine, completeLines, diff, logLine, readLogAfter, replay, type LogPosition } from './wal';
 import type { SchoolData } from './records';
 
 export type * from './records';
@@ -126,13 +126,9 @@ export interface TransactionOutcome<T> {
 }
 
 /** What this process last read: the snapshot (which version of the file), its log, and how far into it. */
-interface Seen {
+interface Seen extends LogPosition {
   version: string;
   snapshotBytes: number;
-  walId: string | undefined;
-  seq: number;
-  /** Bytes of the log read, all complete lines. */
-  offset: number;
   /** The log on disk extends another snapshot: ignored, and replaced at the next write. */
   stale: boolean;
   data: Readonly<SchoolData>;
@@ -200,34 +196,13 @@ export class SchoolStore {
 
   /** `seen` with the log's new complete lines applied; undefined when the log is not the one it read. */
   private async tail(seen: Seen): Promise<Seen | undefined> {
-    let handle;
-    try {
-      handle = await open(this.wal, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      return seen.offset === 0 ? { ...seen, stale: false } : undefined;
-    }
-    try {
-      const { size } = await handle.stat();
-      if (size < seen.offset) return undefined;
-      const chunk = Buffer.alloc(size - seen.offset);
-      if (chunk.length > 0) await handle.read(chunk, 0, chunk.length, seen.offset);
-      let read: ReturnType<typeof completeLines>;
-      try {
-        read = completeLines(chunk);
-      } catch (error) {
-        // From the log's start, a line that does not parse is damage; further in, a log replaced under us.
-        if (seen.offset === 0) throw new Error(`${this.wal} holds a line that is not JSON (${(error as Error).message}); fix or remove it`);
-        return undefined;
-      }
-      if (read.lines.length === 0) return seen;
-      if (seen.offset > 0 && (read.lines[0]?.g !== seen.walId || read.lines[0]?.seq !== seen.seq + 1)) return undefined;
-      const next = replay(seen.data, seen.walId, seen.seq, read.lines, deepFreeze, this.wal);
-      if (next.stale) return { ...seen, stale: true };
-      return { ...seen, data: next.data, seq: next.seq, offset: seen.offset + read.bytes };
-    } finally {
-      await handle.close();
-    }
+    const read = await readLogAfter(this.wal, seen);
+    if (!read) return undefined;
+    if (!read.exists) return { ...seen, stale: false };
+    if (read.lines.length === 0) return seen;
+    const next = replay(seen.data, seen.walId, seen.seq, read.lines, deepFreeze, this.wal);
+    if (next.stale) return { ...seen, stale: true };
+    return { ...seen, data: next.data, seq: next.seq, offset: seen.offset + read.bytes };
   }
 
   /**
@@ -297,16 +272,7 @@ export class SchoolStore {
       return;
     }
     // A log of another snapshot goes; text past the last complete line is a write a crash cut short.
-    if (seen.stale) await unlink(this.wal).catch(() => undefined);
-    const handle = await open(this.wal, 'a');
-    try {
-      const { size } = await handle.stat();
-      if (size > (seen.stale ? 0 : seen.offset)) await handle.truncate(seen.stale ? 0 : seen.offset);
-      await handle.write(line);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await appendLine(this.wal, line, seen.stale ? 0 : seen.offset, seen.stale);
     this.seen = { ...seen, seq: seen.seq + 1, offset: (seen.stale ? 0 : seen.offset) + line.length, stale: false, data: deepFreeze(next) };
   }
 

@@ -14,6 +14,7 @@
  * touch with the data it started from (immer's `produce` does that), so only touched records compare
  * unequal and go into the line.
  */
+import { open, unlink } from 'node:fs/promises';
 
 /** One change to a top-level field: an array element set (index = length appends), an array cut to a length, a map entry set or deleted, or the field replaced. */
 export type Op =
@@ -126,4 +127,62 @@ export function replay<T extends object>(data: T, walId: string | undefined, seq
     at = line.seq;
   }
   return { data: out, seq: at, stale: false };
+}
+
+/** Where a reader is in a log: the snapshot's log id, the last line it applied, and the bytes of complete lines it read. */
+export interface LogPosition {
+  walId: string | undefined;
+  seq: number;
+  offset: number;
+}
+
+/**
+ * The complete lines of the log file `wal` past `at`: `exists: false` when there is no log (nothing
+ * written since the snapshot), undefined when the log is not the one `at` read (replaced since: shorter,
+ * or its next line is not the next one of the same log).
+ */
+export async function readLogAfter(wal: string, at: LogPosition): Promise<{ lines: LogLine[]; bytes: number; exists: boolean } | undefined> {
+  let handle;
+  try {
+    handle = await open(wal, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return at.offset === 0 ? { lines: [], bytes: 0, exists: false } : undefined;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size < at.offset) return undefined;
+    const chunk = Buffer.alloc(size - at.offset);
+    if (chunk.length > 0) await handle.read(chunk, 0, chunk.length, at.offset);
+    let read: ReturnType<typeof completeLines>;
+    try {
+      read = completeLines(chunk);
+    } catch (error) {
+      // From the log's start, a line that does not parse is damage; further in, a log replaced under us.
+      if (at.offset === 0) throw new Error(`${wal} holds a line that is not JSON (${(error as Error).message}); fix or remove it`);
+      return undefined;
+    }
+    const first = read.lines[0];
+    if (at.offset > 0 && first && (first.g !== at.walId || first.seq !== at.seq + 1)) return undefined;
+    return { ...read, exists: true };
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Appends `line` to the log file `wal` after its first `keep` bytes (anything past them is a write a
+ * crash cut short) and syncs it; `replace` drops the log there first (one of another snapshot).
+ */
+export async function appendLine(wal: string, line: Buffer, keep: number, replace: boolean): Promise<void> {
+  if (replace) await unlink(wal).catch(() => undefined);
+  const handle = await open(wal, 'a');
+  try {
+    const { size } = await handle.stat();
+    if (size > keep) await handle.truncate(keep);
+    await handle.write(line);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
