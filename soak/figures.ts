@@ -130,6 +130,11 @@ export interface Growth {
   /** The heap V8 holds from the system (MB, committed), where the metrics give it: the same quarters. */
   heapTotalFrom?: number;
   heapTotalTo?: number;
+  /** The RSS's file-backed pages (MB) and the memory JavaScript holds outside the V8 heap (MB): the same quarters. */
+  rssFileFrom?: number;
+  rssFileTo?: number;
+  externalFrom?: number;
+  externalTo?: number;
   stickyFrom?: number;
   stickyTo?: number;
   liveFrom?: number;
@@ -202,6 +207,8 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
       ...quarters(first, last, 'heapUsedMb', 'heap'),
       ...quarters(first, last, 'heapLiveMb', 'heapLive'),
       ...quarters(first, last, 'heapTotalMb', 'heapTotal'),
+      ...quarters(first, last, 'rssFileMb', 'rssFile'),
+      ...quarters(first, last, 'externalMb', 'external'),
       ...quarters(first, last, 'stickyCache', 'sticky'),
       ...quarters(first, last, 'liveTurns', 'live'),
     };
@@ -218,8 +225,8 @@ const heldMb = (s: Sample): number => s.rssMb - Math.max(0, (s.heapUsedMb ?? 0) 
 function quarters(
   first: Sample[],
   last: Sample[],
-  field: 'heapUsedMb' | 'heapLiveMb' | 'heapTotalMb' | 'stickyCache' | 'liveTurns',
-  as: 'heap' | 'heapLive' | 'heapTotal' | 'sticky' | 'live',
+  field: 'heapUsedMb' | 'heapLiveMb' | 'heapTotalMb' | 'rssFileMb' | 'externalMb' | 'stickyCache' | 'liveTurns',
+  as: 'heap' | 'heapLive' | 'heapTotal' | 'rssFile' | 'external' | 'sticky' | 'live',
 ): Partial<Growth> {
   const a = first.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));
   const b = last.flatMap((s) => (s[field] === undefined ? [] : [s[field]]));

@@ -43,7 +43,7 @@ export function failures(f: SoakFigures): string[] {
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-/** A process's heap, and a worker's sticky cache or an API's live turns, over its window, as far as its metrics answered. */
+/** A process's heap, its memory outside the heap and of mapped files, and a worker's sticky cache or an API's live turns, over its window, as far as its metrics answered. */
 function processFigures(g: Growth): string {
   const parts: string[] = [];
   if (g.heapFrom !== undefined) {
@@ -52,6 +52,8 @@ function processFigures(g: Growth): string {
     const more = [floor, committed].filter(Boolean).join('; ');
     parts.push(`heap ${g.heapFrom.toFixed(0)} → ${(g.heapTo ?? 0).toFixed(0)}${more ? ` (${more})` : ''}`);
   }
+  if (g.externalFrom !== undefined) parts.push(`outside the heap ${g.externalFrom.toFixed(0)} → ${(g.externalTo ?? 0).toFixed(0)}`);
+  if (g.rssFileFrom !== undefined) parts.push(`RSS of mapped files ${g.rssFileFrom.toFixed(0)} → ${(g.rssFileTo ?? 0).toFixed(0)}`);
   if (g.stickyFrom !== undefined) parts.push(`sticky ${g.stickyFrom.toFixed(0)} → ${(g.stickyTo ?? 0).toFixed(0)}`);
   if (g.liveFrom !== undefined) parts.push(`live turns ${g.liveFrom.toFixed(0)} → ${(g.liveTo ?? 0).toFixed(0)}`);
   return parts.join(', ');

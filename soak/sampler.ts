@@ -14,6 +14,8 @@ export interface Sample {
   rssMb: number;
   /** Trees only: the sum of the processes' proportional set sizes (smaps_rollup `Pss`). */
   pssMb?: number;
+  /** Single processes: the part of the RSS that maps files (`RssFile`: the node binary's and libraries' pages, clean, shared). */
+  rssFileMb?: number;
   fds: number;
   /** Workers only: stdio MCP server processes + open connections to the HTTP MCP server. */
   mcp?: number;
@@ -23,6 +25,8 @@ export interface Sample {
   heapLiveMb?: number;
   /** The heap V8 holds from the system (MB, committed): what stays in the RSS when the heap in use falls. */
   heapTotalMb?: number;
+  /** Memory of JavaScript objects held outside the V8 heap (Buffers, ArrayBuffers; MB). */
+  externalMb?: number;
   /** Workers: the SDK's sticky workflow cache (runs). */
   stickyCache?: number;
   /** APIs: the turns whose live text the replica holds. */
@@ -69,7 +73,8 @@ function descendants(pid: number, table: Map<number, { ppid: number }>): number[
   return out;
 }
 
-const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(read(`/proc/${pid}/status`) ?? '')?.[1] ?? 0);
+const statusKb = (pid: number, key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(read(`/proc/${pid}/status`) ?? '')?.[1] ?? 0);
+const rssKb = (pid: number): number => statusKb(pid, 'VmRSS');
 const pssKb = (pid: number): number => Number(/^Pss:\s+(\d+)/m.exec(read(`/proc/${pid}/smaps_rollup`) ?? '')?.[1] ?? 0);
 /** One process's proportional set size in MB (0 once it is gone). */
 export const pssMbOf = (pid: number): number => pssKb(pid) / 1024;
@@ -117,6 +122,7 @@ export function sample(watched: Watched[], mcpHttpPort: number, t = Date.now()):
     const links = pids.flatMap(fdLinks);
     const s: Sample = { t, name: w.name, pid: w.children ? w.pid : (pids[0] ?? w.pid), rssMb: pids.reduce((sum, p) => sum + rssKb(p), 0) / 1024, fds: links.length };
     if (w.tree || w.children) s.pssMb = pids.reduce((sum, p) => sum + pssKb(p), 0) / 1024;
+    else s.rssFileMb = statusKb(s.pid, 'RssFile') / 1024;
     if (w.worker) {
       const children = [...table].filter(([, v]) => v.ppid === w.pid).length;
       const sockets = links.filter((l) => toPayments.has(/^socket:\[(\d+)\]$/.exec(l)?.[1] ?? '')).length;
@@ -155,11 +161,13 @@ export async function addProcessMetrics(samples: Sample[], metricsOf: (pid: numb
         const heap = metricSum(text, 'dmh_worker_nodejs_heap_size_used_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_size_used_bytes');
         const heapLive = metricSum(text, 'dmh_worker_nodejs_heap_live_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_live_bytes');
         const heapTotal = metricSum(text, 'dmh_worker_nodejs_heap_size_total_bytes') ?? metricSum(text, 'dmh_api_nodejs_heap_size_total_bytes');
+        const external = metricSum(text, 'dmh_worker_nodejs_external_memory_bytes') ?? metricSum(text, 'dmh_api_nodejs_external_memory_bytes');
         const sticky = metricSum(text, 'temporal_sticky_cache_size');
         const live = metricSum(text, 'dmh_live_turns');
         if (heap !== undefined) s.heapUsedMb = heap / (1024 * 1024);
         if (heapLive !== undefined) s.heapLiveMb = heapLive / (1024 * 1024);
         if (heapTotal !== undefined) s.heapTotalMb = heapTotal / (1024 * 1024);
+        if (external !== undefined) s.externalMb = external / (1024 * 1024);
         if (sticky !== undefined) s.stickyCache = sticky;
         if (live !== undefined) s.liveTurns = live;
       } catch {

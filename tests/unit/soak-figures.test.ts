@@ -1,5 +1,5 @@
 import { growth, growthProblem, turnFigures, type Growth } from '../../soak/figures';
-import { addProcessMetrics, metricSum, type Sample } from '../../soak/sampler';
+import { addProcessMetrics, metricSum, sample, type Sample } from '../../soak/sampler';
 import type { TurnRecord } from '../../soak/users';
 
 const turn = (over: Partial<TurnRecord>): TurnRecord =>
@@ -127,7 +127,7 @@ test("each process's metrics come from its own endpoint, an API's with its token
   const { createServer } = await import('node:http');
   const token = 'soak-metrics-token';
   const server = createServer((req, res) => {
-    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ndmh_worker_nodejs_heap_live_bytes 20971520\ndmh_worker_nodejs_heap_size_total_bytes 83886080\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
+    if (req.url === '/worker') return void res.end('dmh_worker_nodejs_heap_size_used_bytes 52428800\ndmh_worker_nodejs_heap_live_bytes 20971520\ndmh_worker_nodejs_heap_size_total_bytes 83886080\ndmh_worker_nodejs_external_memory_bytes 4194304\ntemporal_sticky_cache_size{task_queue="q"} 7\n');
     if (req.url === '/api' && req.headers.authorization === `Bearer ${token}`) return void res.end('dmh_api_nodejs_heap_size_used_bytes 31457280\ndmh_live_turns 12\n');
     res.statusCode = 401;
     res.end();
@@ -147,7 +147,17 @@ test("each process's metrics come from its own endpoint, an API's with its token
     ]);
     expect(samples.map((s) => s.heapLiveMb)).toEqual([20, undefined, undefined, undefined]);
     expect(samples.map((s) => s.heapTotalMb)).toEqual([80, undefined, undefined, undefined]);
+    expect(samples.map((s) => s.externalMb)).toEqual([4, undefined, undefined, undefined]);
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }
+});
+
+test("a single process's sample splits its RSS: the pages of mapped files (the node binary's among them) beside the whole", () => {
+  const [me] = sample([{ name: 'jest', pid: process.pid }], 1);
+  expect(me?.rssMb).toBeGreaterThan(0);
+  // This very process runs the node binary: part of its RSS maps that file.
+  expect(me?.rssFileMb).toBeGreaterThan(1);
+  expect(me?.rssFileMb).toBeLessThan(me?.rssMb ?? 0);
+  expect(me?.pssMb).toBeUndefined();
 });
