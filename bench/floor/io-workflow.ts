@@ -7,9 +7,10 @@
  *   WFT 1: the catalog as a local activity (marker), then `callLlm` scheduled (step 1);
  *   WFT 2: both tool calls scheduled together as REGULAR activities, `notes__add_note` and
  *          `everything__echo`: the read-only echo beside a regular call is not local
- *          (decision 0021, the 'read-only-beside-regular' patch marker), so they overlap;
+ *          (decision 0021), so they overlap;
  *   WFT 3: `callLlm` scheduled (step 2, the text answer); WFT 4 completes the turn.
- * The real turn also upserts a search attribute in WFT 2; the floor has no search attributes.
+ * Until the 'read-only-beside-regular' patch was folded (decision 0017, 2026-11-26) the real turn also
+ * wrote its marker and a search attribute upsert in WFT 2; now neither has one.
  * `floorIoSchedule` runs the same schedule with no-op activities: the difference is the I/O's own cost.
  */
 import { ApplicationFailure, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';

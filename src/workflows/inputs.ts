@@ -1,4 +1,4 @@
-import { ApplicationFailure, condition, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, deprecatePatch, patched, setHandler } from '@temporalio/workflow';
 import { innermostCause } from './activity-failures';
 import type { PlannedCall } from '../core/host-loop';
 import type { TurnRecord } from '../core/turn-record';
@@ -87,8 +87,12 @@ export function handleInputs(record: TurnRecord, owner: UserContext | undefined,
         const { answer: _none, settled: _not, held: _held, taken: _taken, ...question } = entry;
         entry.answer = { ...question, action: input.action, ...(input.content ? { content: input.content } : {}) };
         // A held call reads the answer now: said now (the event at once, the audit awaited by the call), not when the call ends.
+        // Turns recorded before that (no marker) are folded (decision 0017): the marker stays, deprecated.
         const call = running.get(input.toolCallId);
-        if (call && patched('elicitation-held')) settling.set(input.toolCallId, settle(call.p, entry, true));
+        if (call) {
+          deprecatePatch('elicitation-held');
+          settling.set(input.toolCallId, settle(call.p, entry, true));
+        }
       }
       return { toolCallId: input.toolCallId, action: input.action };
     },

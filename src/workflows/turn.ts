@@ -218,9 +218,8 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
         const planned = planToolCalls(response.toolCalls, catalog.tools, visibleTools);
         emit('status', { status: 'running', phase: 'calling_tools', step, count: planned.length, ...answeredBy });
         // Independent calls of one step run in parallel; results go back in the model's order. Beside
-        // a regular call, read-only ones go as regular activities too, or it would wait for them; turns
-        // recorded before the patch replay with them local. Only such steps write its marker (0021).
-        const local = readOnlyCallsStayLocal(planned, user && policy ? { user, policy } : undefined) || !patched('read-only-beside-regular');
+        // a regular call, read-only ones go as regular activities too, or it would wait for them (0021).
+        const local = readOnlyCallsStayLocal(planned, user && policy ? { user, policy } : undefined);
         const outcomes = await Promise.all(planned.map((p) => toolCalls.run(p, step, local)));
         planned.forEach((p, i) => {
           const outcome = outcomes[i] as ToolOutcome;

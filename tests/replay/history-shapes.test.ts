@@ -25,7 +25,9 @@ test('a slow read-only lookup beside a write: both went out in one workflow task
   expect(lookup.finishedMs - lookup.startedMs).toBeGreaterThanOrEqual(1_500);
   expect(mail.startedMs).toBeLessThan(lookup.finishedMs);
   expect(mail.finishedMs).toBeLessThan(lookup.finishedMs);
-  expect(patchIds(recorded)).toContain('read-only-beside-regular');
+  // The choice is no longer behind a patch (folded, decision 0017): no marker, no search attribute upsert.
+  expect(patchIds(recorded)).not.toContain('read-only-beside-regular');
+  expect((recorded.events ?? []).filter((e) => e.upsertWorkflowSearchAttributesEventAttributes)).toEqual([]);
 });
 
 test('before the patch, a read-only call beside a write ran as a local activity and the write went out after it', () => {

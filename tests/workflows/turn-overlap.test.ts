@@ -52,13 +52,13 @@ describe.each(WORKER_MODES)('tool calls of one step on $mode', ({ options }) => 
     // The write was over before the read finished: they ran side by side, not one after the other.
     expect(regular.finishedMs).toBeLessThan(readOnly.finishedMs);
     expect(regular.scheduledMs).toBeLessThan(readOnly.finishedMs);
-    // Both went out as activity tasks in one workflow task completion, under the patch.
+    // Both went out as activity tasks in one workflow task completion; the patch that chose it is folded (decision 0017).
     expect([readOnly.kind, regular.kind]).toEqual(['activity', 'activity']);
     expect(readOnly.workflowTaskCompletedEventId).toBe(regular.workflowTaskCompletedEventId);
-    expect(patchIds(history)).toContain('read-only-beside-regular');
+    expect(patchIds(history)).toEqual([]);
   });
 
-  test('read-only calls with no regular call beside them stay local activities, and write no patch marker', async () => {
+  test('read-only calls with no regular call beside them stay local activities', async () => {
     const id = newTurnId('local-only');
     fakes.script(id, {
       listToolRefs,
@@ -71,7 +71,7 @@ describe.each(WORKER_MODES)('tool calls of one step on $mode', ({ options }) => 
       ['clock: now', 'local'],
       ['clock: now', 'local'],
     ]);
-    expect(patchIds(history)).not.toContain('read-only-beside-regular');
+    expect(patchIds(history)).toEqual([]);
   });
 
   test('beside a regular call that waits for approval, the read-only call stays local', async () => {
