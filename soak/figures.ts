@@ -119,6 +119,9 @@ export interface Growth {
   memTo: number;
   fdsFrom: number;
   fdsTo: number;
+  /** Trees: their processes at the most in the first half and at the end, as for fds (reported, not judged). */
+  processesFrom?: number;
+  processesTo?: number;
   mcpFrom?: number;
   mcpTo?: number;
   /** Workers and APIs: the V8 heap in use (MB); workers: the SDK's sticky cache (runs); APIs: live turns held. Medians of the same quarters; reported, not judged. */
@@ -203,6 +206,7 @@ export function growth(samples: Sample[], w: GrowthWindow): Growth[] {
       name: head.name, pid: head.pid, windowMs: span, memKind: held ? 'RSS held' : memoryKind(head),
       memFrom: median(first.map(mem)), memTo: median(last.map(mem)),
       fdsFrom: Math.max(...early.map((s) => s.fds)), fdsTo: median(end.map((s) => s.fds)),
+      ...(head.processes !== undefined ? { processesFrom: Math.max(...early.map((s) => s.processes ?? 0)), processesTo: median(end.map((s) => s.processes ?? 0)) } : {}),
       ...(head.mcp !== undefined ? { mcpFrom: Math.max(...early.map((s) => s.mcp ?? 0)), mcpTo: median(end.map((s) => s.mcp ?? 0)) } : {}),
       ...quarters(first, last, 'heapUsedMb', 'heap'),
       ...quarters(first, last, 'heapLiveMb', 'heapLive'),

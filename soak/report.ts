@@ -109,7 +109,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '|---|---|---|---|---|---|',
     ...f.growth.map(
       (g) =>
-        `| ${g.name} (${g.pid}) | ${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)}${g.freshMb === undefined ? '' : ` (fresh on the final data: ${g.freshMb.toFixed(0)})`} | ${g.fdsFrom} → ${g.fdsTo} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${processFigures(g)} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (memory not judged: window under 5 min)' : 'ok')} |`,
+        `| ${g.name} (${g.pid}) | ${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)}${g.freshMb === undefined ? '' : ` (fresh on the final data: ${g.freshMb.toFixed(0)})`} | ${g.fdsFrom} → ${g.fdsTo}${g.processesFrom === undefined ? '' : ` (processes ${g.processesFrom} → ${g.processesTo ?? ''})`} | ${g.mcpFrom === undefined ? '' : `${g.mcpFrom} → ${g.mcpTo ?? ''}`} | ${processFigures(g)} | ${g.skipped ?? (growthProblem(g) ? 'FAIL' : g.windowMs < RSS_MIN_WINDOW_MS ? 'ok (memory not judged: window under 5 min)' : 'ok')} |`,
     ),
     '',
     ...(failed.length ? ['Failures:', '', ...failed.map((x) => `- ${x}`)] : []),

@@ -17,6 +17,8 @@ export interface Sample {
   /** Single processes: the part of the RSS that maps files (`RssFile`: the node binary's and libraries' pages, clean, shared). */
   rssFileMb?: number;
   fds: number;
+  /** Trees only: how many processes the tree had (PostgreSQL: its backends, one per connection, and its own). */
+  processes?: number;
   /** Workers only: stdio MCP server processes + open connections to the HTTP MCP server. */
   mcp?: number;
   /** Workers and APIs, from their GET /metrics: the V8 heap in use (MB). */
@@ -121,8 +123,10 @@ export function sample(watched: Watched[], mcpHttpPort: number, t = Date.now()):
     if (pids.length === 0) continue;
     const links = pids.flatMap(fdLinks);
     const s: Sample = { t, name: w.name, pid: w.children ? w.pid : (pids[0] ?? w.pid), rssMb: pids.reduce((sum, p) => sum + rssKb(p), 0) / 1024, fds: links.length };
-    if (w.tree || w.children) s.pssMb = pids.reduce((sum, p) => sum + pssKb(p), 0) / 1024;
-    else s.rssFileMb = statusKb(s.pid, 'RssFile') / 1024;
+    if (w.tree || w.children) {
+      s.pssMb = pids.reduce((sum, p) => sum + pssKb(p), 0) / 1024;
+      s.processes = pids.length;
+    } else s.rssFileMb = statusKb(s.pid, 'RssFile') / 1024;
     if (w.worker) {
       const children = [...table].filter(([, v]) => v.ppid === w.pid).length;
       const sockets = links.filter((l) => toPayments.has(/^socket:\[(\d+)\]$/.exec(l)?.[1] ?? '')).length;

@@ -160,4 +160,10 @@ test("a single process's sample splits its RSS: the pages of mapped files (the n
   expect(me?.rssFileMb).toBeGreaterThan(1);
   expect(me?.rssFileMb).toBeLessThan(me?.rssMb ?? 0);
   expect(me?.pssMb).toBeUndefined();
+  expect(me?.processes).toBeUndefined();
+  // As a tree (PostgreSQL's way): PSS summed, and its processes counted.
+  const [tree] = sample([{ name: 'jest tree', pid: process.pid, tree: true }], 1);
+  expect(tree?.pssMb).toBeGreaterThan(0);
+  expect(tree?.processes).toBeGreaterThanOrEqual(1);
+  expect(tree?.rssFileMb).toBeUndefined();
 });
