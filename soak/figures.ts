@@ -119,9 +119,17 @@ export interface Growth {
   memTo: number;
   fdsFrom: number;
   fdsTo: number;
-  /** Trees: their processes at the most in the first half and at the end, as for fds (reported, not judged). */
+  /** Trees: their processes at the most in the first half and at the end, as for fds. */
   processesFrom?: number;
   processesTo?: number;
+  /**
+   * A tree whose every process caps its own descriptors (PostgreSQL's `max_files_per_process`: a
+   * backend opens a relation's file when it first touches it, and past the cap closes the one it used
+   * least). Its descriptors grow as backends touch more tables, up to the cap, which no leak can pass;
+   * a leak of connections shows as more processes. So for it, flat means: its processes flat, and its
+   * descriptors within processes × this cap.
+   */
+  fdsCapPerProcess?: number;
   mcpFrom?: number;
   mcpTo?: number;
   /** Workers and APIs: the V8 heap in use (MB); workers: the SDK's sticky cache (runs); APIs: live turns held. Medians of the same quarters; reported, not judged. */
@@ -245,7 +253,10 @@ export function growthProblem(g: Growth): string | undefined {
   if (g.windowMs >= RSS_MIN_WINDOW_MS && g.memTo > base * 1.1) {
     problems.push(`${g.memKind} ${g.memFrom.toFixed(0)} → ${g.memTo.toFixed(0)} MB${g.freshMb === undefined ? '' : ` (a fresh set on the final data: ${g.freshMb.toFixed(0)} MB)`}`);
   }
-  if (g.fdsTo > g.fdsFrom * 1.1 + 4) problems.push(`fds ${g.fdsFrom} → ${g.fdsTo}`);
+  if (g.fdsCapPerProcess !== undefined && g.processesFrom !== undefined && g.processesTo !== undefined) {
+    if (g.processesTo > g.processesFrom * 1.1 + 1) problems.push(`processes ${g.processesFrom} → ${g.processesTo}`);
+    if (g.fdsTo > g.processesTo * g.fdsCapPerProcess) problems.push(`fds ${g.fdsTo}, over ${g.processesTo} processes × ${g.fdsCapPerProcess}`);
+  } else if (g.fdsTo > g.fdsFrom * 1.1 + 4) problems.push(`fds ${g.fdsFrom} → ${g.fdsTo}`);
   if (g.mcpTo !== undefined && g.mcpFrom !== undefined && g.mcpTo > g.mcpFrom) problems.push(`MCP connections ${g.mcpFrom} → ${g.mcpTo}`);
   return problems.length ? `${g.name} (pid ${g.pid}): ${problems.join(', ')}` : undefined;
 }

@@ -11,7 +11,7 @@ import { freshServersMb, stdioServersOf } from './fresh';
 import { addProcessMetrics, sample, type Sample, type Watched } from './sampler';
 import { soakSvg } from './svg';
 import { fetchTurn } from './streams';
-import { startTopology, type Topology } from './topology';
+import { SOAK_TEMPORAL_PG_FILES_PER_PROCESS, startTopology, type Topology } from './topology';
 import { runUser, startApprover, studentName, type TurnRecord } from './users';
 
 /**
@@ -39,6 +39,8 @@ export interface SoakResult {
   report: string;
 }
 
+const TEMPORAL_PG = "Temporal's PostgreSQL";
+
 function watched(topo: Topology): Watched[] {
   const temporal = topo.temporalProc().pid;
   return [
@@ -49,7 +51,7 @@ function watched(topo: Topology): Watched[] {
     ]),
     { name: 'payments (HTTP MCP)', pid: topo.sys.payments().pid },
     { name: 'temporal-server', pid: temporal, comm: 'temporal-server' },
-    { name: "Temporal's PostgreSQL", pid: temporal, comm: 'postgres', tree: true },
+    { name: TEMPORAL_PG, pid: temporal, comm: 'postgres', tree: true },
     { name: 'bus PostgreSQL', pid: topo.bus.pid(), tree: true },
     { name: 'soak runner (model, clients)', pid: process.pid },
   ];
@@ -147,7 +149,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     log('reading histories and the school store');
     const warmUpMs = Math.max(30_000, durationMs * 0.2);
     const rows = growth(samples, { warmUpEnd: start + warmUpMs, warmUpMs, minSpanMs: durationMs * 0.4 }).map((g) =>
-      g.name.startsWith('soak runner') ? { ...g, skipped: 'load generator, not judged' } : g.name.endsWith('stdio MCP servers') && fresh !== undefined ? { ...g, freshMb: fresh } : g,
+      g.name.startsWith('soak runner')
+        ? { ...g, skipped: 'load generator, not judged' }
+        : g.name.endsWith('stdio MCP servers') && fresh !== undefined
+          ? { ...g, freshMb: fresh }
+          : g.name === TEMPORAL_PG
+            ? { ...g, fdsCapPerProcess: SOAK_TEMPORAL_PG_FILES_PER_PROCESS }
+            : g,
     );
     const figures: SoakFigures = {
       users: o.users, minutes: o.minutes, allocator: `${topo.allocator.name} (${topo.allocator.why})`, start, end, drainMs, lateMs,

@@ -69,7 +69,8 @@ export const SOAK_TEMPORAL_HOST_CACHE = 256;
  * and each backend's cache of open relation files (up to 1000 per backend) as its ~30 backends come
  * to touch every table and index. Small, both fill within the warm-up.
  */
-export const SOAK_TEMPORAL_PG_SETTINGS = ['shared_buffers=16MB', 'max_files_per_process=64'];
+export const SOAK_TEMPORAL_PG_FILES_PER_PROCESS = 64;
+export const SOAK_TEMPORAL_PG_SETTINGS = ['shared_buffers=16MB', `max_files_per_process=${SOAK_TEMPORAL_PG_FILES_PER_PROCESS}`];
 
 /**
  * Temporal's connection pools to that PostgreSQL (TEMPORAL_SQL_MAX_CONNS; 20 for the main store by
@@ -88,6 +89,19 @@ const temporalOptions = { hostCache: SOAK_TEMPORAL_HOST_CACHE, postgresSettings:
  * warm-up, and whatever grows after it is not the cache.
  */
 export const SOAK_WORKER_CACHED_WORKFLOWS = 32;
+
+/**
+ * The V8 old generation of the API replicas and the workers (`--max-old-space-size`, MB), for the
+ * same reason once more. V8 keeps the pages of its heap's highest saw (its memory reducer only gives
+ * them back when the process goes idle, which a loaded replica never does), so a replica's RSS rose in
+ * a step the first time the whole load came onto it, minutes after the warm-up, and stayed (api-2:
+ * 196 → 250 MB while its heap's floor stayed at 52-54 MB, 2026-11-26). Uncapped, V8 lets the heap grow
+ * to several times what is live before a full collection; capped at about twice the most seen live
+ * (API 52-57 MB, worker 71-93 MB), the saw reaches its top within the warm-up. The run with the API at
+ * 96: its RSS held 163 → 169 MB, 4043 turns, p50 2.8 s (docs/RELIABILITY.md).
+ */
+export const SOAK_API_OLD_SPACE_MB = 96;
+export const SOAK_WORKER_OLD_SPACE_MB = 160;
 
 /**
  * `onStop` hears, as soon as the first process is up, how to stop everything started so far and
@@ -118,10 +132,10 @@ export async function startTopology(rules: DemoRules, log: (line: string) => voi
     const liveSecret = randomBytes(16).toString('hex');
     const metricsToken = randomBytes(16).toString('hex');
     log(`API replicas and workers run with ${allocator.name} (${allocator.why})`);
-    const apiEnv = { ...allocator.env, POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken };
+    const apiEnv = { ...allocator.env, NODE_OPTIONS: `--max-old-space-size=${SOAK_API_OLD_SPACE_MB}`, POSTGRES_URL: bus.url, LIVE_SECRET: liveSecret, HOST_CONFIG: hostConfig, RATE_LIMIT_USER_PER_MIN: '10000', RATE_LIMIT_TENANT_PER_MIN: '100000', METRICS_TOKEN: metricsToken };
     const proxy = await startProxy([]);
     sys.onStop(() => proxy.close());
-    const workerEnv = { ...allocator.env, LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
+    const workerEnv = { ...allocator.env, NODE_OPTIONS: `--max-old-space-size=${SOAK_WORKER_OLD_SPACE_MB}`, LIVE_PUSH_URL: `${proxy.url}/internal/live`, LIVE_SECRET: liveSecret, POSTGRES_URL: bus.url, AUDIT_STORE: 'postgres', WORKER_MAX_CACHED_WORKFLOWS: String(SOAK_WORKER_CACHED_WORKFLOWS) };
 
     const supervise = (slot: Slot, start: () => Promise<ManagedProcess>, onStart: (proc: ManagedProcess) => void = () => undefined): void => {
       void slot.proc.exited.then(async () => {

@@ -92,6 +92,22 @@ test("a process tree is judged by the sum of its PSS, which counts a page its pr
   expect(judge(growing)[0]?.problem).toMatch(/PSS \d+ → \d+ MB/);
 });
 
+test("a PostgreSQL whose backends cap their files: descriptors may grow to processes × the cap; more processes, or more than that, fail", () => {
+  // As Temporal's on 2026-11-26: 36-37 processes all run, descriptors 1467 → 1624 as backends touch more tables.
+  const pg = (processes: (t: number) => number, fds: (t: number) => number) =>
+    series("Temporal's PostgreSQL", 4, 0, 10 * MIN, () => 800, { pssMb: 90 }).map((x) => ({ ...x, processes: processes(x.t), fds: fds(x.t) }));
+  const capped = (samples: Sample[]) => growth(samples, window).map((g) => growthProblem({ ...g, fdsCapPerProcess: 64 }))[0];
+  const filling = pg(() => 37, (t) => 1200 + (t / MIN) * 80);
+  // Judged as any process, the filling caches fail the flat rule.
+  expect(judge(filling)[0]?.problem).toMatch(/fds \d+ → \d+/);
+  expect(capped(filling)).toBeUndefined();
+  expect(growth(filling, window)[0]).toMatchObject({ processesFrom: 37, processesTo: 37 });
+  // Connections that keep coming: more backends.
+  expect(capped(pg((t) => 30 + Math.floor(t / MIN) * 2, (t) => 1400 + (t / MIN) * 25))).toMatch(/processes \d+ → \d+/);
+  // More descriptors than the cap allows: not PostgreSQL's cache.
+  expect(capped(pg(() => 20, (t) => 1000 + (t / MIN) * 60))).toMatch(/fds \d+, over 20 processes × 64/);
+});
+
 test("a worker's stdio servers are judged against a fresh set on the run's final data: growth the data explains passes, more fails", () => {
   // Their store grows all run: 130 → 180 MB of PSS.
   const servers = series('worker-3 stdio MCP servers', 6, 0, 10 * MIN, (t) => 120 + (t / MIN) * 6).map((s) => ({ ...s, pssMb: 120 + (s.t / MIN) * 6 }));
