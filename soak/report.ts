@@ -7,6 +7,8 @@ export interface SoakFigures {
   minutes: number;
   /** The allocator of the API replicas and workers, and why (soak/allocator.ts). */
   allocator: string;
+  /** Their V8 old generation's cap (`--max-old-space-size`, soak/topology.ts), when the run set one. */
+  oldSpaceMb?: { api: number; worker: number };
   start: number;
   end: number;
   /** How long turns in flight had after the users stopped, and the extra window lost turns were read again in (ms). */
@@ -73,6 +75,7 @@ export function markdown(f: SoakFigures, failed: string[], command: string): str
     '| figure | value |',
     '|---|---|',
     `| allocator of the API replicas and workers | ${f.allocator} |`,
+    ...(f.oldSpaceMb ? [`| V8 old generation cap (API replicas / workers) | ${f.oldSpaceMb.api} MB / ${f.oldSpaceMb.worker} MB |`] : []),
     `| turns submitted | ${t.submitted} (+ ${t.refused} messages refused before a turn) |`,
     `| completed | ${t.completed} |`,
     `| failed, with a reason | ${t.failed - t.failedWithoutReason} |`,

@@ -11,7 +11,7 @@ import { freshServersMb, stdioServersOf } from './fresh';
 import { addProcessMetrics, sample, type Sample, type Watched } from './sampler';
 import { soakSvg } from './svg';
 import { fetchTurn } from './streams';
-import { SOAK_TEMPORAL_PG_FILES_PER_PROCESS, startTopology, type Topology } from './topology';
+import { SOAK_API_OLD_SPACE_MB, SOAK_TEMPORAL_PG_FILES_PER_PROCESS, SOAK_WORKER_OLD_SPACE_MB, startTopology, type Topology } from './topology';
 import { runUser, startApprover, studentName, type TurnRecord } from './users';
 
 /**
@@ -158,7 +158,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
             : g,
     );
     const figures: SoakFigures = {
-      users: o.users, minutes: o.minutes, allocator: `${topo.allocator.name} (${topo.allocator.why})`, start, end, drainMs, lateMs,
+      users: o.users, minutes: o.minutes, allocator: `${topo.allocator.name} (${topo.allocator.why})`, oldSpaceMb: { api: SOAK_API_OLD_SPACE_MB, worker: SOAK_WORKER_OLD_SPACE_MB }, start, end, drainMs, lateMs,
       turns: turnFigures(turns),
       effects: effectFigures(topo.sys.store(), o.users, turns),
       latency: latencySeries(turns, start, Math.max(until, stoppedAt), Math.max(4, Math.min(20, Math.round(o.minutes * 2)))),

@@ -110,6 +110,9 @@ test('late turns are their own figure and row, count in latency and are no failu
   expect(failures(passing)).toEqual([]);
   expect(markdown(passing, [], 'jest')).toContain('| late (ended after the 300.0 s drain, within the next 300.0 s; not a failure) | 2 (1 completed, 1 failed) |');
   expect(markdown(passing, [], 'jest')).toContain('| lost | 0 |');
+  // The V8 cap the run set is stated beside the allocator; a run without one says nothing of it.
+  expect(markdown(passing, [], 'jest')).not.toContain('V8 old generation');
+  expect(markdown({ ...passing, oldSpaceMb: { api: 96, worker: 160 } }, [], 'jest')).toContain('| V8 old generation cap (API replicas / workers) | 96 MB / 160 MB |');
 
   const failing = figuresOf([...turns, lost({ turnId: 'gone' }), lost({ turnId: undefined }), turn({ turnId: 'mute', outcome: 'late', serverStatus: 'failed', ids: [1], streamEnded: false })]);
   expect(failures(failing)).toEqual(["2 turns lost (no end seen by the client nor by the turn's record, even 300.0 s after the drain)", '1 turns failed without a reason']);
