@@ -48,6 +48,8 @@ async function checkPorts(ports: ReadonlyArray<{ variable: string; port: number;
 
 /** The lines a child prints for the launcher to parse (`API_URL=…`, `WORKER_READY`), not for people. */
 const MARKER_LINE = /^(?:[A-Z][A-Z_]*_URL=\S+|WORKER_READY)$/;
+/** Leaves out the dev server's banner lines about its HTTP API and /metrics ports (picked only to check it is ready). */
+const quietPorts = (onLine: (line: string) => void) => (line: string) => void (/^Temporal (HTTP|Metrics):/.test(line.trim()) || onLine(line));
 
 function prefixed(name: string): (line: string) => void {
   const child = log.child(name);
@@ -233,7 +235,7 @@ async function main(): Promise<void> {
         uiPort: envPort('TEMPORAL_UI_PORT', 8233),
         ...(codecEndpoint ? { uiCodecEndpoint: codecEndpoint } : {}),
         // Its own shutdown (after everything else stopped) is reported at debug level.
-        onLine: log.child('temporal', () => stopping),
+        onLine: quietPorts(log.child('temporal', () => stopping)),
       });
       watch(temporal.proc);
       env.TEMPORAL_ADDRESS = temporal.address;

@@ -25,9 +25,12 @@ describe.each(WORKER_MODES)('on $mode', ({ options }) => {
     const asked = { message: 'Which size?', requestedSchema: { type: 'object', properties: { size: { type: 'string' } }, required: ['size'] } };
     const auditing = deferred();
     const audited = deferred();
+    /** Each audit as its (local) activity: a worker that replays every task may run the one it holds open again, under the same id. */
+    const audits: string[] = [];
     fakes.script(id, {
       callLlm: async (req) => (req.step === 1 ? callTools(['m1', 'notes__add', { text: 'pie' }]) : say('Done.')),
       recordAudit: async (entry) => {
+        audits.push(`${entry.kind} ${entry.outcome ?? ''} #${Context.current().info.activityId}`);
         if (entry.kind !== 'elicitation_requested') return;
         auditing.resolve();
         await audited.promise;
@@ -66,10 +69,10 @@ describe.each(WORKER_MODES)('on $mode', ({ options }) => {
     expect(state.toolCalls).toMatchObject([{ id: 'm1', state: 'completed', result: 'ordered a small pie' }]);
     expect(state.events.filter((e) => e.type === 'input_required')).toHaveLength(1);
     expect(state.events.filter((e) => e.type === 'input_provided')).toHaveLength(1);
-    expect(fakes.calls(id, 'recordAudit').map((a) => [a.kind, a.outcome])).toEqual([
-      ['elicitation_requested', undefined],
-      ['elicitation_answered', 'ok'],
-    ]);
+    // Audited once each: one audit activity per event. On a loaded machine the audit the test holds open
+    // can outlast the workflow task's heartbeat, and a worker without a cache then runs that same local
+    // activity again (same activity id): one audit attempted twice, not a second audit.
+    expect([...new Set(audits)].map((a) => a.replace(/ #.*$/, ''))).toEqual(['elicitation_requested ', 'elicitation_answered ok']);
     // The replay suite's history of this race (tests/histories/), written when asked for.
     if (process.env.CAPTURE_HISTORIES === '1' && options.maxCachedWorkflows === undefined) {
       writeHistory(path.join(__dirname, '../histories/turn-elicitation-asked-twice.json'), id, await handle.fetchHistory());
