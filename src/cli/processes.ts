@@ -183,9 +183,10 @@ export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, number>> = Objec
 );
 
 /**
- * The dev server binds its gRPC port before its HTTP API and its /metrics, and exits when either of those
- * fails to bind (a port taken since it was found free): ready means all three answer, the namespace
- * registered, so a server that dies after its gRPC port opened fails here, where a caller can retry.
+ * A port found free can be taken by another process before the dev server binds it; the dev server then
+ * exits at once, and a mere connect to the port would reach that other process. Ready means the dev
+ * server's own HTTP API answers for the `default` namespace and its /metrics answers, so a server that
+ * exited fails the start, where a caller can retry on fresh ports.
  */
 async function devServerReady(host: string, ports: { grpcPort: number; httpPort: number; metricsPort: number }, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
