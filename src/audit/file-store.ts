@@ -12,10 +12,15 @@
  * after its last write (same device, inode, size and change time, checked under the lock): then the
  * entry this process wrote last is the head, and reading and re-hashing it again would tell nothing
  * new. Another process's append changes the size, a rewrite the change time, a rotation the inode.
+ *
+ * Everything but the sync to disk is a synchronous call: opening, locking, reading the head and
+ * writing a few hundred bytes take tens of microseconds on a local disk, while each asynchronous
+ * call waits for a thread-pool trip and a turn of a busy event loop. The `fdatasync`, which a slow
+ * disk can stretch, stays asynchronous.
  * (docs/decisions/0035-worker-cpu-live-pushes-and-audit-appends.md)
  */
-import type { Stats } from 'node:fs';
-import { mkdir, open, realpath, type FileHandle } from 'node:fs/promises';
+import { closeSync, fdatasync, fstatSync, mkdirSync, openSync, readSync, realpathSync, writeSync, type Stats } from 'node:fs';
+import { promisify } from 'node:util';
 import * as path from 'node:path';
 import { AuditLogError, EMPTY_CHAIN, headOf, nextEntry, type AuditChainStore, type AuditDraft, type ChainHead } from './chain';
 import { APPEND_LOCK_RETRIES, lockAuditFile, type HeldLock } from './lock';
@@ -106,15 +111,15 @@ class FileAppender {
   }
 
   /** The file, open for appending, and its lock's path; its directory and the file are made again if they went away. */
-  private async openFile(): Promise<{ fh: FileHandle; lockPath: string }> {
+  private openFile(): { fd: number; lockPath: string } {
     try {
-      const lockPath = (this.lockPath ??= await prepare(this.file));
-      return { fh: await open(this.file, 'a+'), lockPath };
+      const lockPath = (this.lockPath ??= prepare(this.file));
+      return { fd: openSync(this.file, 'a+'), lockPath };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    const lockPath = (this.lockPath = await prepare(this.file));
-    return { fh: await open(this.file, 'a+'), lockPath };
+    const lockPath = (this.lockPath = prepare(this.file));
+    return { fd: openSync(this.file, 'a+'), lockPath };
   }
 
   private async lock(lockPath: string): Promise<HeldLock> {
@@ -129,31 +134,31 @@ class FileAppender {
   }
 
   private async write(drafts: AuditDraft[]): Promise<AuditEntry[]> {
-    // Opened before the lock is taken (an O_APPEND handle writes at the end whenever it writes), so a
-    // missing directory is found at once rather than after the lock's retries.
-    const { fh, lockPath } = await this.openFile();
+    // Opened before the lock is taken (an O_APPEND descriptor writes at the end whenever it writes), so
+    // a missing directory is found at once rather than after the lock's retries.
+    const { fd, lockPath } = this.openFile();
     try {
       const lock = await this.lock(lockPath);
       try {
-        const before = await fh.stat();
-        let head = this.unchangedSince(before) ?? (await readTail(fh, before.size, this.file));
+        const before = fstatSync(fd);
+        let head = this.unchangedSince(before) ?? readTail(fd, before.size, this.file);
         const entries = drafts.map((draft) => {
           const entry = nextEntry(draft, head);
           head = { seq: entry.seq, hash: entry.hash };
           return entry;
         });
-        const text = entries.map((e) => `${JSON.stringify(e)}\n`).join('');
+        const bytes = Buffer.from(entries.map((e) => `${JSON.stringify(e)}\n`).join(''), 'utf8');
         // Checked as late as possible: past this point another process may hold the lock too, and two
         // writers would fork the chain.
         if (lock.compromised) {
           throw new AuditLogError('lock_compromised', `lost the lock on audit log ${this.file} (${lock.compromised.message}); entry not written`);
         }
         this.written = undefined;
-        await fh.appendFile(text, 'utf8');
+        writeFully(fd, bytes);
         // The data and the size it needs to be read back (an append's metadata), before anyone is told.
-        await fh.datasync();
-        const after = await fh.stat();
-        if (after.size === before.size + Buffer.byteLength(text, 'utf8')) {
+        await datasync(fd);
+        const after = fstatSync(fd);
+        if (after.size === before.size + bytes.length) {
           this.written = { dev: after.dev, ino: after.ino, size: after.size, ctimeMs: after.ctimeMs, head };
         }
         return entries;
@@ -163,7 +168,7 @@ class FileAppender {
         await lock.release().catch(() => undefined);
       }
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
   }
 
@@ -176,18 +181,25 @@ class FileAppender {
 }
 
 /** Creates the directory and the file (the lock is keyed on its real path, so it must exist); returns that path. */
-async function prepare(file: string): Promise<string> {
-  await mkdir(path.dirname(file), { recursive: true });
-  await (await open(file, 'a')).close();
-  return await realpath(file);
+function prepare(file: string): string {
+  mkdirSync(path.dirname(file), { recursive: true });
+  closeSync(openSync(file, 'a'));
+  return realpathSync(file);
+}
+
+const datasync = promisify(fdatasync);
+
+function writeFully(fd: number, bytes: Buffer): void {
+  let done = 0;
+  while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
 }
 
 // ------------------------------------------------------------------ tail
 
-async function readFully(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+function readFully(fd: number, buf: Buffer, position: number): void {
   let done = 0;
   while (done < buf.length) {
-    const { bytesRead } = await fh.read(buf, done, buf.length - done, position + done);
+    const bytesRead = readSync(fd, buf, done, buf.length - done, position + done);
     if (bytesRead === 0) throw new Error(`unexpected end of file at byte ${position + done}`);
     done += bytesRead;
   }
@@ -197,11 +209,11 @@ async function readFully(fh: FileHandle, buf: Buffer, position: number): Promise
  * The seq and hash of the last entry, reading only the end of the file: a chunk of a few KB,
  * doubled (up to 1 MiB per read) until the start of the last line is found.
  */
-async function readTail(fh: FileHandle, size: number, file: string): Promise<ChainHead> {
+function readTail(fd: number, size: number, file: string): ChainHead {
   if (size === 0) return EMPTY_CHAIN;
 
   const lastByte = Buffer.alloc(1);
-  await readFully(fh, lastByte, size - 1);
+  readFully(fd, lastByte, size - 1);
   if (lastByte[0] !== NEWLINE) {
     throw new AuditLogError(
       'damaged_tail',
@@ -215,7 +227,7 @@ async function readTail(fh: FileHandle, size: number, file: string): Promise<Cha
   while (pos > 0) {
     const len = Math.min(chunk, pos);
     const buf = Buffer.alloc(len);
-    await readFully(fh, buf, pos - len);
+    readFully(fd, buf, pos - len);
     const nl = buf.lastIndexOf(NEWLINE);
     if (nl >= 0) {
       parts.unshift(buf.subarray(nl + 1));

@@ -18,22 +18,33 @@ export interface HeldLock {
 /**
  * Locks `<file>.lock`; the file must exist (the lock is keyed on its real path, symlinks resolved).
  * `resolved`: `file` is that real path already (an appender resolves it once, not on every append).
+ *
+ * A free lock is taken at once, with proper-lockfile's synchronous calls: a `mkdir`, and a `utimes`
+ * and a `stat` of the lock directory, tens of microseconds on a local disk, where each asynchronous
+ * call is a trip through libuv's thread pool and back through a busy event loop (a worker's ~0.2 to
+ * 0.5 ms each; docs/decisions/0035). A lock another process holds is waited for with the retries.
  */
 export async function lockAuditFile(file: string, retries: typeof APPEND_LOCK_RETRIES, opts: { resolved?: boolean } = {}): Promise<HeldLock> {
   let compromised: Error | undefined;
-  const release = await lockfile.lock(file, {
+  const options = {
     stale: LOCK_STALE_MS,
-    retries,
     realpath: opts.resolved !== true,
     // The default handler throws from a timer, which would crash the whole process.
-    onCompromised: (err) => {
+    onCompromised: (err: Error) => {
       compromised = err;
     },
-  });
-  return {
+  };
+  const held = (release: () => Promise<void>): HeldLock => ({
     release,
     get compromised() {
       return compromised;
     },
-  };
+  });
+  try {
+    const release = lockfile.lockSync(file, options);
+    return held(async () => release());
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
+  }
+  return held(await lockfile.lock(file, { ...options, retries }));
 }

@@ -8,9 +8,14 @@
  *
  * A pid the system hands to a new process before the reaper looked keeps the dead worker "alive":
  * also the heartbeat timeout then, never a live worker's call failed.
+ *
+ * A call's own file is written and removed with synchronous calls: a few syscalls on a local disk
+ * take microseconds, where each asynchronous one waits for a thread-pool trip and a turn of the
+ * worker's event loop, and these are on every tool call's path (docs/decisions/0035).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { type InFlight, type LivenessRegistry, type Membership, type Orphan, tokenKey } from './registry';
@@ -41,10 +46,10 @@ export function processExists(pid: number): boolean {
 }
 
 /** Written whole or not at all: a reader never sees half a file. */
-async function writeAtomically(file: string, value: unknown): Promise<void> {
+function writeAtomically(file: string, value: unknown): void {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(tmp, JSON.stringify(value), { mode: 0o600 });
-  await rename(tmp, file);
+  writeFileSync(tmp, JSON.stringify(value), { mode: 0o600 });
+  renameSync(tmp, file);
 }
 
 async function readJson<T>(file: string): Promise<T | undefined> {
@@ -75,17 +80,17 @@ export function fileLivenessRegistry(dir: string, opts: { host?: string; exists?
       const worker = `${host}-${process.pid}-${randomBytes(3).toString('hex')}`;
       const own = path.join(dir, worker);
       await mkdir(own, { recursive: true, mode: 0o700 });
-      await writeAtomically(path.join(own, SELF), { pid: process.pid, host, startedAt: new Date().toISOString() } satisfies WorkerFile);
+      writeAtomically(path.join(own, SELF), { pid: process.pid, host, startedAt: new Date().toISOString() } satisfies WorkerFile);
       return {
         worker,
         async add(entry: InFlight) {
           const key = tokenKey(entry.taskToken);
           const file: EntryFile = { taskToken: Buffer.from(entry.taskToken).toString('base64'), workflowId: entry.workflowId, activityId: entry.activityId, attempt: entry.attempt };
-          await writeAtomically(path.join(own, `${key}.json`), file);
+          writeAtomically(path.join(own, `${key}.json`), file);
           return key;
         },
         async remove(key: string) {
-          await rm(path.join(own, `${key}.json`), { force: true });
+          rmSync(path.join(own, `${key}.json`), { force: true });
         },
         async close() {
           // A worker that stops by itself has finished its calls: nothing of it is left to reap.

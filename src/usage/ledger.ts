@@ -10,7 +10,8 @@
  * replicas and workers on several machines). A record counts at most once by its key in either (a
  * worker that crashed after recording and records again changes nothing).
  */
-import { appendFile, mkdir, open } from 'node:fs/promises';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { ensureSchema } from '../pg/transaction';
@@ -193,9 +194,11 @@ export function fileUsageLedger(file: string): UsageLedger {
   return {
     async record(r) {
       // A repeat is appended too, and not counted (the reader keeps the first line of a key): a writer
-      // need not read the file, so a worker reads it only to look a retried step's attempts up.
-      await mkdir(path.dirname(resolved), { recursive: true });
-      await appendFile(resolved, `${JSON.stringify(r)}\n`, 'utf8');
+      // need not read the file, so a worker reads it only to look a retried step's attempts up. On
+      // every model call's path: synchronous calls, microseconds on a local disk, where each
+      // asynchronous one waits for a thread-pool trip and a turn of the event loop (decision 0035).
+      mkdirSync(path.dirname(resolved), { recursive: true });
+      appendFileSync(resolved, `${JSON.stringify(r)}\n`, 'utf8');
     },
     async get(keys) {
       const records = await current();
