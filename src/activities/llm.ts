@@ -16,7 +16,7 @@ import type { ChatMessage, LlmRequest, LlmResponse, LlmToolSpec } from '../share
 import type { ActivityDeps } from './deps';
 import { retryNotice } from './retry-notice';
 import { turnFields, type WithHeartbeats } from './shared';
-import { attemptUsage } from './usage';
+import { attemptUsage, ownerOf } from './usage';
 
 export interface SummarizeInput {
   sessionId: string;
@@ -84,9 +84,9 @@ export function createLlmActivities(deps: LlmDeps, tools: ToolOffer) {
           deps.live?.end(req.turnId, req.step, attempt);
           observe('ok');
           // Recorded before the step ends; the result adds what the step's earlier attempts spent.
-          return tools.withFound(await usage.answered('llm', llm, response, req.turnId), req);
+          return tools.withFound(await usage.answered('llm', llm, response, req.turnId, { owner: ownerOf(req) }), req);
         } catch (err) {
-          await usage.failed('llm', llm, reported, req.turnId);
+          await usage.failed('llm', llm, reported, req.turnId, ownerOf(req));
           // A cancelled turn is not an LLM failure: report the cancellation as such.
           if (ctx.cancellationSignal.aborted) {
             observe('cancelled');

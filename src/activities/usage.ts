@@ -6,8 +6,8 @@
  */
 import { Context } from '@temporalio/activity';
 import type { LlmClient } from '../llm/client';
-import type { LlmResponse } from '../shared/turn';
-import type { AttemptUsage, TokenUsage } from '../usage/attempt-usage';
+import type { LlmRequest, LlmResponse } from '../shared/turn';
+import type { AttemptUsage, TokenUsage, WorkflowOwner } from '../usage/attempt-usage';
 import type { ActivityDeps } from './deps';
 
 type Usage = NonNullable<LlmResponse['usage']>;
@@ -28,14 +28,14 @@ export function attemptUsage(deps: Pick<ActivityDeps, 'usage' | 'metrics' | 'log
     return workflowExecution ? { workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, activityId, attempt } : undefined;
   };
 
-  /** `subject`: the turn or session, for the log line should the ledger fail. */
-  async function write(kind: AttemptUsage['kind'], llm: LlmClient, usage: Usage, subject: string): Promise<void> {
+  /** `subject`: the turn or session, for the log line should the ledger fail; `owner`: whom to charge, if the request says. */
+  async function write(kind: AttemptUsage['kind'], llm: LlmClient, usage: Usage, subject: string, owner?: WorkflowOwner): Promise<void> {
     deps.metrics?.llmTokens(usage, kind === 'llm' ? 'turn' : 'summary', { provider: llm.provider, model: llm.model });
     const ref = current();
     if (!deps.usage || !ref) return;
     try {
       const sessionId = kind === 'summary' ? { sessionId: subject } : {};
-      await deps.usage.record({ ...ref, kind, ...sessionId, provider: llm.provider, model: llm.model, usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } });
+      await deps.usage.record({ ...ref, kind, ...sessionId, ...(owner ? { owner } : {}), provider: llm.provider, model: llm.model, usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } });
     } catch (err) {
       deps.logger.error({ kind, subject, attempt: ref.attempt, err: err instanceof Error ? err.message : String(err) }, 'recording the token usage of a model call failed');
     }
@@ -46,8 +46,14 @@ export function attemptUsage(deps: Pick<ActivityDeps, 'usage' | 'metrics' | 'log
      * An answered attempt: recorded, then (for a turn's step that was retried) the answer's usage
      * made the step's, the earlier attempts' recorded tokens added.
      */
-    async answered(kind: AttemptUsage['kind'], llm: LlmClient, response: LlmResponse, subject: string, opts: { withEarlier?: boolean } = {}): Promise<LlmResponse> {
-      if (response.usage) await write(kind, llm, response.usage, subject);
+    async answered(
+      kind: AttemptUsage['kind'],
+      llm: LlmClient,
+      response: LlmResponse,
+      subject: string,
+      opts: { withEarlier?: boolean; owner?: WorkflowOwner | undefined } = {},
+    ): Promise<LlmResponse> {
+      if (response.usage) await write(kind, llm, response.usage, subject, opts.owner);
       const ref = current();
       if (opts.withEarlier === false || !deps.usage || !ref || ref.attempt <= 1) return response;
       try {
@@ -59,8 +65,14 @@ export function attemptUsage(deps: Pick<ActivityDeps, 'usage' | 'metrics' | 'log
       }
     },
     /** A failed attempt: what its stream reported before it broke, if anything. */
-    async failed(kind: AttemptUsage['kind'], llm: LlmClient, reported: Usage | undefined, subject: string): Promise<void> {
-      if (reported) await write(kind, llm, reported, subject);
+    async failed(kind: AttemptUsage['kind'], llm: LlmClient, reported: Usage | undefined, subject: string, owner?: WorkflowOwner): Promise<void> {
+      if (reported) await write(kind, llm, reported, subject, owner);
     },
   };
+}
+
+/** Whom a turn's step charges, when its request names the caller and session (steps recorded before it do not). */
+export function ownerOf(req: LlmRequest): WorkflowOwner | undefined {
+  const c = req.caller;
+  return c?.sessionId !== undefined ? { id: c.id, tenant: c.tenant, sessionId: c.sessionId } : undefined;
 }

@@ -62,8 +62,12 @@ export interface LlmRequest {
   maxTokens?: number;
   /** A model by its name in the host config's `models`; absent: the worker's default model. */
   model?: string;
-  /** Who asks (a turn's user): their most used tools lead a searched catalog (docs/decisions/0032); absent: catalog order. */
-  caller?: { id: string; tenant: string };
+  /**
+   * Who asks (a turn's user) and in which session: their most used tools lead a searched catalog
+   * (docs/decisions/0032; absent: catalog order), and the step's tokens are charged to them (without
+   * `sessionId`, as steps recorded before it: the owner is read from the turn's search attributes).
+   */
+  caller?: { id: string; tenant: string; sessionId?: string };
 }
 
 export interface LlmResponse {

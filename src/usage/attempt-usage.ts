@@ -6,9 +6,11 @@
  *
  * The key is the activity attempt (workflow run, activity id, attempt): a worker that records it and
  * dies before the activity completes leaves a record the next attempt never writes again, and the
- * ledger keeps the first copy of a key. The owner comes from the workflow's search attributes
- * (UserId, TenantId, SessionId), which the API sets when it starts a turn or a session: no change to
- * the workflows or their histories. One describe per workflow, remembered for the workflow's next steps.
+ * ledger keeps the first copy of a key. The owner is the one the request names (a turn's steps carry
+ * their caller and session), else it comes from the workflow's search attributes (UserId, TenantId,
+ * SessionId), which the API sets when it starts a turn or a session: one describe per workflow,
+ * remembered for the workflow's next steps (steps recorded before requests named their owner, and
+ * summaries).
  */
 import type { Client } from '@temporalio/client';
 import type { defineSearchAttributeKey } from '@temporalio/common';
@@ -31,6 +33,8 @@ export interface AttemptUsage extends AttemptRef {
   kind: 'llm' | 'summary';
   /** The session the summary is of; a turn's is read with its owner. */
   sessionId?: string;
+  /** Whom to charge, when the request says (no describe then). */
+  owner?: WorkflowOwner;
   /** The provider and model that ran (priced by the report). */
   provider: string;
   model: string;
@@ -100,7 +104,7 @@ export function createAttemptUsageRecorder(deps: {
 
   return {
     async record(a) {
-      const owner = await ownerOf(a.workflowId);
+      const owner = a.owner ?? (await ownerOf(a.workflowId));
       if (!owner) return false;
       const sessionId = a.sessionId ?? owner.sessionId ?? '';
       const record = {

@@ -173,7 +173,7 @@ export async function turnWorkflow(input: TurnInput): Promise<TurnResult> {
       }
       // By name: the worker resolves them to schemas. With the caller, whose most used tools lead a
       // searched catalog (decision 0032): an activity's input is not compared on replay, so no patch.
-      const caller = user ? { caller: { id: user.id, tenant: user.tenant } } : {};
+      const caller = user ? { caller: { id: user.id, tenant: user.tenant, sessionId: input.sessionId } } : {};
       const offered: Pick<LlmRequest, 'tools' | 'toolNames' | 'caller'> = { tools: [], toolNames: visibleTools.map((t) => t.name), ...caller };
       // The model the API chose for the caller's role (decision 0042): also only an activity's input, so no patch.
       const model: Pick<LlmRequest, 'model'> = options.model !== undefined ? { model: options.model } : {};

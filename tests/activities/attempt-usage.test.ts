@@ -160,6 +160,19 @@ test("a turn's answered step is recorded once per attempt, against the turn's ow
   ]);
 });
 
+test("a step whose request names its caller and session is charged to them without reading the turn's owner", async () => {
+  // The search attributes would say someone else: what the request names (the turn's own input) wins.
+  const { activities, records, asked } = setup({ ownerOf: async () => ({ id: 'u-other', tenant: 'elsewhere' }) });
+  const step: LlmRequest = { ...STEP, caller: { id: 'u-bob', tenant: 'demo', sessionId: 's2' } };
+  await new MockActivityEnvironment(turnInfo(1)).run(activities.callLlm, step);
+  expect(asked).toEqual([]);
+  expect(records).toEqual([expect.objectContaining({ turnId: 'llm/turn-1/run-t/3/1', kind: 'llm', turn: 'turn-1', sessionId: 's2', tenant: 'demo', userId: 'u-bob' })]);
+  // A request recorded before requests named their session (its caller only) still reads the owner.
+  await new MockActivityEnvironment(turnInfo(2)).run(activities.callLlm, { ...STEP, caller: { id: 'u-bob', tenant: 'demo' } });
+  expect(asked).toEqual(['turn-1']);
+  expect(records[1]).toMatchObject({ turnId: 'llm/turn-1/run-t/3/2', userId: 'u-other', tenant: 'elsewhere' });
+});
+
 test("a stream that broke after reporting tokens is charged; the retry's result counts them, so the turn's usage is the ledger's", async () => {
   const anthropic = clientFor(providerCase('anthropic'), model, 'k');
   const { activities, records, ledger } = setup({ llm: anthropic });

@@ -52,7 +52,8 @@ test.each(REQUESTS.map((r, i) => [i + 1, r.text, r] as const))('request %i (%s) 
   expect(second?.slice(0, first?.length)).toEqual(first);
   expect(second).toContain(`${r.server}__${r.tool}`);
   expect(requests.every((q) => q.tools.length < 40)).toBe(true);
-  expect(requests[0]?.caller).toEqual({ id: OWNER.id, tenant: OWNER.tenant });
+  // The caller, whose most used tools lead the list, and the session the step is charged to.
+  expect(requests[0]?.caller).toEqual({ id: OWNER.id, tenant: OWNER.tenant, sessionId: expect.any(String) });
   perTurn.push(tokens);
 });
 
