@@ -25,3 +25,31 @@ export async function readLegacySession(client: Pick<Client, 'workflow'>, workfl
   }
   return (await handle.result()) as SessionMemory;
 }
+
+/** The workflow type of decision 0016's session workflow (its code is gone; the migration's misses may still run). */
+const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
+
+/**
+ * Whether a session id names a session begun before the chain: a carrier, or a session workflow the
+ * migration missed (which the reader then refuses, naming the migration). Listed once per process by
+ * visibility, at first use: carriers came from the migration of the release before (decision 0041)
+ * and nothing makes new ones, so a new session's first turn is started without reaching back, rather
+ * than every one of them describing an id that does not exist (a round trip on its first workflow
+ * task). A failed listing is tried again at the next use.
+ */
+export function legacySessionIds(client: Pick<Client, 'workflow'>): (workflowId: string) => Promise<boolean> {
+  let listed: Promise<Set<string>> | undefined;
+  const list = async (): Promise<Set<string>> => {
+    const ids = new Set<string>();
+    const query = `WorkflowType = '${SESSION_MEMORY_WORKFLOW_TYPE}' OR WorkflowType = '${SESSION_WORKFLOW_TYPE}'`;
+    for await (const wf of client.workflow.list({ query, pageSize: 1000 })) ids.add(wf.workflowId);
+    return ids;
+  };
+  return async (workflowId) => {
+    listed ??= list().catch((err: unknown) => {
+      listed = undefined;
+      throw err;
+    });
+    return (await listed).has(workflowId);
+  };
+}

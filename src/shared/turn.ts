@@ -385,6 +385,12 @@ export interface ChainInput {
    * Absent when the API did not hear it; the turn reads it from Temporal then.
    */
   handedOn?: { turnId: string; memory: TurnMemory };
+  /**
+   * The session's first turn, begun in no session workflow (the API's index has no turn before it and
+   * `legacySession` is absent): its memory is empty, and it reads nothing. Absent in inputs recorded
+   * before it, whose first turns read (and replay so).
+   */
+  first?: true;
   /** How long a turn waits for the running turn before it without word before it looks again (then twice as long). Default 60 s. */
   checkMs?: number;
   /** The pause before a missing turn before is looked for again (three looks: 1×, 5×, 15× this, then it is passed over). Default 1 s. */

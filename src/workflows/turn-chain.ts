@@ -75,8 +75,8 @@ export function turnChain(chain: ChainInput, deps: ChainDeps) {
 
   /** Its memory, once every earlier turn of the session has ended. */
   async function go(): Promise<ChainGo> {
-    // The turn before handed its memory on through the API: nothing to read, nothing to wait for.
-    const handed = chain.handedOn && chain.handedOn.turnId === chain.after[0] ? chain.handedOn.memory : undefined;
+    // The turn before handed its memory on through the API, or there is none: nothing to read, nothing to wait for.
+    const handed = chain.first ? EMPTY_MEMORY : chain.handedOn && chain.handedOn.turnId === chain.after[0] ? chain.handedOn.memory : undefined;
     const skip: string[] = [];
     const first = handed ? undefined : ask(skip);
     // Both local activities of the first workflow task: no round trip of its own for the memory.

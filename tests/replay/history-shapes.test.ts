@@ -69,6 +69,20 @@ test("a turn of a role with its own model (decision 0042): every LLM step asked 
   ]);
 });
 
+test("a new session's first turn, told so by the API: no read of the turns before, and the model got only the message", () => {
+  const events = history('turn-chain-first').events ?? [];
+  const first = <T>(payloads: { payloads?: unknown[] | null } | null | undefined): T =>
+    defaultPayloadConverter.fromPayload((payloads?.payloads ?? [])[0] as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+  const input = first<TurnInput>(events[0]?.workflowExecutionStartedEventAttributes?.input);
+  expect(input.chain).toMatchObject({ after: [], first: true });
+  expect(input.chain?.legacySession).toBeUndefined();
+  // One local activity in the whole turn: the catalog's, none for the memory.
+  expect(events.filter((e) => e.markerRecordedEventAttributes)).toHaveLength(1);
+  const llm = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callLlm');
+  const request = first<LlmRequest>(llm?.activityTaskScheduledEventAttributes?.input);
+  expect(request.messages.filter((m) => m.role !== 'system')).toEqual([{ role: 'user', content: input.userText }]);
+});
+
 test('a turn started with the memory the turn before handed on (decision 0033): no read of the turns before, and the model got that memory', () => {
   const events = history('turn-chain-handed-on').events ?? [];
   const first = <T>(payloads: { payloads?: unknown[] | null } | null | undefined): T =>

@@ -22,7 +22,7 @@ function load(file: string) {
 test('there are committed histories to replay', () => {
   expect(files.length).toBeGreaterThanOrEqual(12);
   // The five seed patterns and a turn that lived through a worker crash are among them.
-  for (const name of ['turn-chain-queued', 'pattern1', 'pattern2', 'pattern3', 'pattern4', 'pattern5', 'worker-crash', 'approval', 'policy-denial', 'cancelled', 'direct-tool-call', 'turn-refs-', 'authorization-wait', 'turn-elicitation-held', 'turn-elicitation-asked-twice', 'turn-sampling', 'turn-url-elicitation', 'turn-sampling-approved', 'turn-read-only-local', 'turn-read-only-direct', 'turn-traced-two-servers', 'turn-read-only-beside-regular', 'turn-tool-search', 'turn-context-intent', 'session-memory', 'turn-chain-legacy-memory', 'turn-model-by-role', 'turn-chain-handed-on']) {
+  for (const name of ['turn-chain-queued', 'pattern1', 'pattern2', 'pattern3', 'pattern4', 'pattern5', 'worker-crash', 'approval', 'policy-denial', 'cancelled', 'direct-tool-call', 'turn-refs-', 'authorization-wait', 'turn-elicitation-held', 'turn-elicitation-asked-twice', 'turn-sampling', 'turn-url-elicitation', 'turn-sampling-approved', 'turn-read-only-local', 'turn-read-only-direct', 'turn-traced-two-servers', 'turn-read-only-beside-regular', 'turn-tool-search', 'turn-context-intent', 'session-memory', 'turn-chain-legacy-memory', 'turn-model-by-role', 'turn-chain-handed-on', 'turn-chain-first']) {
     expect(files.some((f) => f.includes(name))).toBe(true);
   }
 });

@@ -11,6 +11,7 @@ import { getJson, postJson, postMessage, readSse } from '../helpers/http';
 import { DEMO_USERS, EXAMPLE_RULES, ROOT, startSystem } from '../helpers/system';
 import { ownerKey } from '../../src/api/gateway';
 import { sessionWorkflowId } from '../../src/shared/ids';
+import { legacySessionIds } from '../../src/legacy-sessions';
 import type { SessionMemory } from '../../src/shared/session';
 import type { TurnResult } from '../../src/shared/turn';
 import { SESSION_MEMORY_WORKFLOW_TYPE } from '../../src/workflows/definitions';
@@ -100,6 +101,11 @@ export async function captureSession(): Promise<void> {
     // its stream's end; the API has it when the second comes, and starts that turn with it (no read).
     const eight = await postMessage(sys.apiUrl, 'replay-handed-on', 'say eight');
     await wait(eight.body.turnId);
+    // A new session's first turn: the API tells it so, and it reads nothing (the catalog's marker only).
+    await sys.client.workflow.getHandle(eight.body.turnId).result();
+    const firstEvents = (await sys.client.workflow.getHandle(eight.body.turnId).fetchHistory()).events ?? [];
+    if (firstEvents.filter((e) => e.markerRecordedEventAttributes).length !== 1) throw new Error("a new session's first turn read the turns before");
+    await save(sys, 'turn-chain-first', eight.body.turnId);
     const nine = await postMessage(sys.apiUrl, 'replay-handed-on', 'say nine');
     await sys.client.workflow.getHandle(nine.body.turnId).result();
     const { events } = await sys.client.workflow.getHandle(nine.body.turnId).fetchHistory();
@@ -315,6 +321,11 @@ export async function captureSessionMemory(): Promise<void> {
     };
     await sys.client.workflow.execute(SESSION_MEMORY_WORKFLOW_TYPE, { workflowId, taskQueue: sys.taskQueue, args: [carried] });
     await save(sys, 'session-memory', workflowId);
+    // The API lists the sessions begun before the chain by visibility at its first message: once the carrier shows there.
+    for (let tries = 0; !(await legacySessionIds(sys.client)(workflowId)); tries++) {
+      if (tries > 200) throw new Error('the carrier never showed in visibility');
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const { body } = await postMessage(sys.apiUrl, sessionId, 'hello again');
     await readSse(`${sys.apiUrl}${body.eventsUrl as string}`, { timeoutMs: 60_000 });
     const result = (await sys.client.workflow.getHandle(body.turnId).result()) as TurnResult;

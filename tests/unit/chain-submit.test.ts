@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { createTemporalGateway } from '../../src/api/gateway';
+import { createTemporalGateway, ownerKey as ownerKeyOf } from '../../src/api/gateway';
+import { sessionWorkflowId } from '../../src/shared/ids';
 import { type LinkEnd, memorySessionIndex } from '../../src/api/sessions/index-store';
 import type { ChainInput, SessionSettings } from '../../src/shared/session';
 import type { TurnMemory, TurnOptions } from '../../src/shared/turn';
@@ -11,14 +12,22 @@ const sessionSettings: SessionSettings = { history: { maxTokenCount: 800, summar
 /** A gateway over a Temporal that counts describes (every turn in it still runs) and records starts. */
 async function setup(
   endSeen?: (turnId: string) => LinkEnd | undefined,
-  opts: { links?: string[]; maxQueuedTurns?: number; modelByRole?: Record<string, string>; handedOn?: (turnId: string) => TurnMemory | undefined } = {},
+  opts: { links?: string[]; maxQueuedTurns?: number; modelByRole?: Record<string, string>; handedOn?: (turnId: string) => TurnMemory | undefined; carriers?: string[] } = {},
 ) {
   const index = memorySessionIndex();
   for (const id of opts.links ?? ['turn-s-a']) await index.append(owner, 's', id, new Date().toISOString(), 8);
   const described: string[] = [];
   const started: Array<{ workflowId: string; args: Array<{ chain?: ChainInput; options?: TurnOptions }> }> = [];
+  const listed: string[] = [];
   const client = {
     workflow: {
+      // Visibility: the sessions begun before the chain (decision 0041's carriers).
+      list: ({ query }: { query: string }) => {
+        listed.push(query);
+        return (async function* () {
+          for (const workflowId of opts.carriers ?? []) yield { workflowId };
+        })();
+      },
       getHandle: (id: string) => ({
         describe: async () => {
           described.push(id);
@@ -39,7 +48,7 @@ async function setup(
     ...(endSeen ? { endSeen } : {}),
     ...(opts.handedOn ? { handedOn: opts.handedOn } : {}),
   });
-  return { gateway, index, described, started };
+  return { gateway, index, described, started, listed };
 }
 
 test('a message behind a turn whose end the API heard reads nothing of that turn from Temporal, and the index keeps the end', async () => {
@@ -90,4 +99,24 @@ test("a new turn's input carries the model the host config names for the caller'
     ['turn-s-c', undefined],
   ]);
   expect(started[1]?.args[0]?.options).not.toHaveProperty('model');
+});
+
+test("a new session's first turn reaches back only when its id holds a session begun before the chain, listed once", async () => {
+  const carrier = sessionWorkflowId(ownerKeyOf(owner), 'old');
+  const { gateway, started, listed } = await setup(undefined, { links: [], carriers: [carrier] });
+  await gateway.submitMessage({ turnId: 'turn-new-a', sessionId: 'new', text: 'hi', user });
+  await gateway.submitMessage({ turnId: 'turn-old-a', sessionId: 'old', text: 'hi again', user });
+  // A new session's first turn is told it is one (it reads nothing); the one begun before reads its carrier.
+  expect(started.map((s) => [s.workflowId, s.args[0]?.chain])).toEqual([
+    ['turn-new-a', expect.objectContaining({ after: [], first: true })],
+    ['turn-old-a', expect.objectContaining({ after: [], legacySession: carrier })],
+  ]);
+  expect(started[0]?.args[0]?.chain?.legacySession).toBeUndefined();
+  expect(started[1]?.args[0]?.chain?.first).toBeUndefined();
+  // A second message of the new session is not a first turn.
+  await gateway.submitMessage({ turnId: 'turn-new-b', sessionId: 'new', text: 'and again', user });
+  expect(started[2]?.args[0]?.chain).toEqual(expect.objectContaining({ after: ['turn-new-a'] }));
+  expect(started[2]?.args[0]?.chain?.first).toBeUndefined();
+  // Carriers and the session workflows the migration missed, by type; read once for the process.
+  expect(listed).toEqual(["WorkflowType = 'sessionMemoryWorkflow' OR WorkflowType = 'sessionWorkflow'"]);
 });

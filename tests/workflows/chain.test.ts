@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ownerKey } from '../../src/api/gateway';
-import { readLegacySession } from '../../src/legacy-sessions';
+import { legacySessionIds, readLegacySession } from '../../src/legacy-sessions';
 import { sessionWorkflowId } from '../../src/shared/ids';
 import type { ChainInput, HistoryOptions, SessionMemory } from '../../src/shared/session';
 import type { ChatMessage, TurnMemory, TurnResult } from '../../src/shared/turn';
@@ -182,8 +182,13 @@ test('each ended turn hands on its memory once; a turn given it reads nothing of
   fakes.script(two, { callLlm: async () => say('second answer') });
   fakes.script(three, { callLlm: async () => say('third answer') });
 
-  await start(one, 'first question', chain([]));
+  // The session's first turn (the API says so): nothing to read, no local activity but the catalog's.
+  await start(one, 'first question', chain([], { first: true }));
   const first = await result(one);
+  expect(historySent(one)).toEqual([{ role: 'user', content: 'first question' }]);
+  expect(fakes.calls(one, 'predecessorMemory')).toHaveLength(0);
+  const firstMarkers = (await env.client.workflow.getHandle(one).fetchHistory()).events?.filter((e) => e.markerRecordedEventAttributes) ?? [];
+  expect(firstMarkers).toHaveLength(1);
   // Handed on with the turn's end, exactly what its result carries.
   expect(handedOn.get(one)).toEqual([first.memory]);
 
@@ -273,6 +278,11 @@ test("a migrated session's carrier holds its memory and transcript, and its next
   expect(await readLegacySession(env.client, workflowId)).toEqual(carried);
   const latest = await env.client.workflow.getHandle(workflowId).describe();
   expect([latest.type, latest.status.name]).toEqual([SESSION_MEMORY_WORKFLOW_TYPE, 'COMPLETED']);
+  // The API lists such ids by visibility (once per process) to know which new sessions reach back:
+  // the carrier, once visible; not an id with nothing under it.
+  const lookup = legacySessionIds(env.client);
+  expect(await eventually(() => legacySessionIds(env.client)(workflowId), (found) => found, 60_000)).toBe(true);
+  expect(await lookup(sessionWorkflowId(ownerKey(OWNER), `${sessionId}none`))).toBe(false);
 
   // The session's first turn of the chain: no turn before it holds a memory, the carrier does.
   const next = newTurnId('next');

@@ -29,6 +29,8 @@ export interface ChainOptions {
   getTurn(turnId: string, afterEventId?: number, opts?: { likelyRunning?: boolean }): Promise<TurnState | null>;
   /** The id of a session's workflow of the protocol before (decision 0016). */
   legacyWorkflowId(owner: Owner, sessionId: string): string;
+  /** Whether that id holds a session begun before the chain (src/legacy-sessions.ts: `legacySessionIds`). */
+  isLegacySession(workflowId: string): Promise<boolean>;
   /** How a turn ended, when the API already heard it (the final event the live hub holds): no describe then. */
   endSeen?(turnId: string): LinkEnd | undefined;
   /** The memory a turn handed on as it ended, when the API heard it (the live hub): the next turn starts with it, reading nothing. */
@@ -102,6 +104,9 @@ export function createChain(opts: ChainOptions) {
     const waitingOn = repeat ? await unended(owner, sessionId, before.slice(0, sessionSettings.maxQueuedTurns + 1)) : waiting.filter((id) => before.some((l) => l.turnId === id));
     const nearest = before[0]?.turnId;
     const handed = nearest === undefined ? undefined : opts.handedOn?.(nearest);
+    // Reaching back from the session's first link, when the session began in a session workflow.
+    const legacyId = before.length === link.seq ? opts.legacyWorkflowId(owner, sessionId) : undefined;
+    const legacy = legacyId !== undefined && (await opts.isLegacySession(legacyId)) ? { legacySession: legacyId } : undefined;
     const input: TurnInput = {
       turnId,
       sessionId,
@@ -116,8 +121,8 @@ export function createChain(opts: ChainOptions) {
         after: before.map((l) => l.turnId),
         history: sessionSettings.history,
         ...(nearest !== undefined && handed ? { handedOn: { turnId: nearest, memory: handed } } : {}),
-        // Reaching back to the session's first link: it may have begun in a session workflow.
-        ...(before.length === link.seq ? { legacySession: opts.legacyWorkflowId(owner, sessionId) } : {}),
+        // The session's first turn reads nothing (a session begun in a session workflow reads its carrier).
+        ...(legacy ?? (link.seq === 0 ? { first: true as const } : {})),
       },
       // The role's context, and what intent rules matching the message add (each piece says why); the role's model.
       options: {

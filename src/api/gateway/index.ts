@@ -11,6 +11,7 @@ import type { UserContext } from '../../shared/user';
 import type { SessionView, TurnMemory } from '../../shared/session';
 import type { LinkEnd, SessionEntry, SessionIndex } from '../sessions/index-store';
 import { rebuiltSessionIndex } from './session-index';
+import { legacySessionIds } from '../../legacy-sessions';
 import { createCatalogReader } from './catalog';
 import { createChain, legacySessionWorkflowId } from './chain';
 import { createListing, type SessionCursor, type SessionPage, type SessionSummary, type TurnSummary } from './listing';
@@ -105,6 +106,8 @@ export interface GatewayOptions {
   catalogTimeoutMs?: number;
   /** The session index (decision 0033); default: in memory, rebuilt from Temporal's visibility (one replica). */
   sessions?: SessionIndex;
+  /** Whether a workflow id holds a session begun before the chain; default: `legacySessionIds` over `client`. */
+  isLegacySession?(workflowId: string): Promise<boolean>;
   /** How a turn ended, when this API heard its final event (the live hub): a submission behind it then reads nothing of it from Temporal. */
   endSeen?(turnId: string): LinkEnd | undefined;
   /** The memory a turn handed on as it ended, when this API heard it: the next turn of its session starts with it. */
@@ -175,6 +178,7 @@ export function createTemporalGateway(opts: GatewayOptions): TurnGateway & { rea
     ...(opts.tokenSealKey ? { tokenSealKey: opts.tokenSealKey } : {}),
     getTurn: (...args) => gateway.getTurn(...args),
     legacyWorkflowId: legacySessionWorkflowId(ownerKey),
+    isLegacySession: opts.isLegacySession ?? legacySessionIds(client),
     ...(opts.endSeen ? { endSeen: opts.endSeen } : {}),
     ...(opts.handedOn ? { handedOn: opts.handedOn } : {}),
   });
