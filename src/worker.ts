@@ -266,7 +266,10 @@ async function main(): Promise<void> {
         metrics: {
           turnFinished: {
             fn: (info: WorkflowInfo, outcome: TurnOutcome, _llmSteps: number, _toolCalls: number, accounting?: TurnAccounting) => {
-              if (accounting?.user) void accountTurn(info.workflowId, outcome, { ...accounting, user: accounting.user });
+              // On the next turn of the event loop: the worker awaits its sinks before it hands the
+              // workflow's completion on, and the records are written either way.
+              const user = accounting?.user;
+              if (accounting && user) setImmediate(() => void accountTurn(info.workflowId, outcome, { ...accounting, user }));
               metrics.observer.turnFinished(outcome, (Date.now() - info.startTime.getTime()) / 1000, info.historyLength);
             },
             callDuringReplay: false,

@@ -86,7 +86,10 @@ export function createSendQueue(opts: SendQueueOptions): SendQueue {
     }
     stopTimers();
     scheduled = true;
-    queueMicrotask(() => {
+    // On the next turn of the event loop, not in a microtask: a chunk queued by a workflow's sink or an
+    // activity's last words would otherwise build its request before the worker hands the workflow's
+    // completion (or the activity's result) to Temporal, and delay it by that much.
+    setImmediate(() => {
       scheduled = false;
       if (!inFlight && !pause && queue.length > 0) sendNext();
     });
