@@ -41,6 +41,8 @@ export interface SessionHopResult {
   ioCalls: number;
   /** A direct turn beside the I/O floor, step by step (medians of the measured turns' histories). */
   steps: StepRow[];
+  /** A new session's turn beside a direct turn, the same way. */
+  sessionSteps: StepRow[];
 }
 
 export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Paths, opts: Options, resetNotes: () => void): Promise<SessionHopResult> {
@@ -70,7 +72,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
   };
   for (let i = 0; i < opts.warmup; i++) for (const p of PATHS) await run[p]();
   const samples = Object.fromEntries(PATHS.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
-  const measured = { direct: [] as string[], ioFloor: [] as string[] };
+  const measured = { direct: [] as string[], ioFloor: [] as string[], session: [] as string[] };
   for (let i = 0; i < turns; i++) {
     // Rotate which path goes first so none always runs right after another.
     for (let j = 0; j < PATHS.length; j++) {
@@ -78,11 +80,13 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
       const t0 = performance.now();
       const id = await run[p]();
       samples[p].push(performance.now() - t0);
-      if ((p === 'direct' || p === 'ioFloor') && typeof id === 'string') measured[p].push(id);
+      if ((p === 'direct' || p === 'ioFloor' || p === 'session') && typeof id === 'string') measured[p].push(id);
     }
   }
   const breakdowns = async (ids: string[]) => await Promise.all(ids.map((id) => turnBreakdown(sys.client.workflow.getHandle(id))));
-  const steps = stepMedians(await breakdowns(measured.direct), await breakdowns(measured.ioFloor));
+  const directSteps = await breakdowns(measured.direct);
+  const steps = stepMedians(directSteps, await breakdowns(measured.ioFloor));
+  const sessionSteps = stepMedians(await breakdowns(measured.session), directSteps);
   log(`session hop: CPU blocks of ${turns} turns per path`);
   const cpu = {} as SessionHopResult['cpu'];
   for (const p of PATHS) {
@@ -105,6 +109,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
     events: { turn: turnEvents, session: sessionEvents },
     ioCalls: ioTurn.calls.length,
     steps,
+    sessionSteps,
     historyBytes: {
       direct: (await turnBreakdown(sys.client.workflow.getHandle(capturedId))).historyBytes,
       ioFloor: (await turnBreakdown(sys.client.workflow.getHandle(ioFloorId))).historyBytes,
@@ -154,5 +159,7 @@ export function renderSessionHop(r: SessionHopResult): string {
       'CPU of the MCP server processes is counted on neither side (only the worker processes and the server are metered).',
     "Where a direct turn's time goes beside the I/O floor's, step by step (medians of the measured turns' histories; a workflow task's running time includes the local activities it runs):",
     renderSteps(r.steps, 'direct turn', 'I/O floor'),
+    "A new session's turn beside a direct turn, the same way (what the session adds outside the history, the API's start code and the client's wait, is its p50 less its history span):",
+    renderSteps(r.sessionSteps, 'new session', 'direct turn'),
   ].join('\n');
 }
