@@ -21,6 +21,8 @@ async function setup() {
   const started = new Map<string, TurnInput>();
   const client = {
     workflow: {
+      // Visibility: no session began before the chain (decision 0048 lists them once).
+      list: () => (async function* () {})(),
       start: async (_type: string, { workflowId, args }: { workflowId: string; args: [TurnInput] }) => {
         started.set(workflowId, args[0]);
       },
