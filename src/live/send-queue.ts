@@ -3,12 +3,15 @@
  * leaves in batches through a transport (./transport.ts). The publisher keeps what a chunk means
  * (offsets, coalescing, drop accounting); this keeps when and how much is sent:
  *
- * - At most one request in flight. The first chunk leaves at once (next microtask, so a synchronous
- *   burst still shares a request); whatever arrives meanwhile goes in the next batch.
- * - Text alone (deltas, progress) also waits until `minIntervalMs` has passed since the previous
- *   request started, so a model streaming steadily costs a request per interval, not one per token
- *   that happens to arrive between two requests. Anything else (a step's end, a reset, a notice, a
- *   durable event) goes at once and takes the waiting text along (decision 0035).
+ * - At most one request in flight. The first chunk leaves at once (on the next turn of the event
+ *   loop, so a synchronous burst still shares a request, and a workflow's completion is not held up
+ *   by it); whatever arrives meanwhile goes in the next batch.
+ * - Text (deltas, progress) and the durable events a turn makes on its way (status, tool calls
+ *   started and finished, its final text) also wait until `minIntervalMs` has passed since the
+ *   previous request started, so a model streaming steadily costs a request per interval, not one
+ *   per token, and a turn's steps share requests. A step's end, a reset, a notice, a memory and the
+ *   events that end a turn or wait for the user go at once and take the waiting chunks along
+ *   (decisions 0035, 0048).
  * - A failed request pauses sending for `retryDelayMs`; `flush()` skips the pause and the interval.
  */
 import { MAX_BATCH_CHUNKS, type LiveChunk } from './chunk';
@@ -47,7 +50,10 @@ export interface SendQueue {
   stats(): { queued: number; sent: number; requests: number; failedRequests: number };
 }
 
-const isText = (chunk: LiveChunk): boolean => chunk.kind === 'delta' || chunk.kind === 'progress';
+/** Durable events that go at once: the turn's end, and what the user must answer. */
+const URGENT_EVENTS: ReadonlySet<string> = new Set(['done', 'error', 'cancelled', 'approval_required', 'input_required', 'authorization_required']);
+const mayWait = (chunk: LiveChunk): boolean =>
+  chunk.kind === 'delta' || chunk.kind === 'progress' || (chunk.kind === 'event' && chunk.event !== undefined && !URGENT_EVENTS.has(chunk.event.type));
 
 export function createSendQueue(opts: SendQueueOptions): SendQueue {
   const queue: Pending[] = [];
@@ -57,10 +63,10 @@ export function createSendQueue(opts: SendQueueOptions): SendQueue {
   let scheduled = false;
   let stopped = false;
   let pause: NodeJS.Timeout | undefined;
-  /** Queued text waiting for minIntervalMs since the last request. */
+  /** Queued chunks that may wait, waiting for minIntervalMs since the last request. */
   let linger: NodeJS.Timeout | undefined;
   let lastRequestAt = -Infinity;
-  /** Queued chunks that are not text: they are sent without lingering. */
+  /** Queued chunks that may not wait: they are sent without lingering. */
   let urgent = 0;
   const counts = { sent: 0, requests: 0, failedRequests: 0 };
 
@@ -105,7 +111,7 @@ export function createSendQueue(opts: SendQueueOptions): SendQueue {
       n++;
     }
     const batch = queue.splice(0, n);
-    for (const p of batch) if (!isText(p.chunk)) urgent--;
+    for (const p of batch) if (!mayWait(p.chunk)) urgent--;
     opts.taken(batch);
     return batch;
   };
@@ -156,7 +162,7 @@ export function createSendQueue(opts: SendQueueOptions): SendQueue {
       }
       const pending: Pending = { chunk, key, seq: ++seq, ...(eventChars !== undefined ? { eventChars } : {}) };
       queue.push(pending);
-      if (!isText(chunk)) urgent++;
+      if (!mayWait(chunk)) urgent++;
       schedule();
       return pending;
     },

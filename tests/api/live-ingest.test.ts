@@ -110,7 +110,7 @@ async function until(done: () => boolean, what: string): Promise<void> {
 /** One turn of the event loop: a request the publisher meant to send now has been started by then. */
 const tick = () => new Promise((r) => setImmediate(r));
 
-test('text alone waits for the request interval; a step\'s end or a durable event takes it along at once, whole and in order', async () => {
+test('text and a turn\'s events on its way wait for the request interval; a step\'s end or the turn\'s end takes them along at once, whole and in order', async () => {
   const turn = 'session-1:turn-interval';
   const seen: LiveChunk[] = [];
   const unsubscribe = hub.subscribe(turn, (c) => seen.push(c));
@@ -137,18 +137,23 @@ test('text alone waits for the request interval; a step\'s end or a durable even
   await p.flush();
   expect(p.stats()).toMatchObject({ requests: 2, queued: 0, dropped: 0 });
 
-  // Step 2's text waits again, until a durable event of the turn comes to take it along.
+  // Step 2's text waits again, and so does a durable event a turn makes on its way (decision 0048),
+  // until an event that ends the turn comes to take them along.
   p.delta(turn, 2, 1, 'Done');
   await tick();
   expect(p.stats()).toMatchObject({ requests: 2, queued: 1 });
-  p.event(turn, { id: 1, type: 'status', at: new Date().toISOString(), data: { status: 'completed' } }, { sessionId: 'session-1' });
-  await until(() => seen.some((c) => c.kind === 'event'), 'the event');
+  p.event(turn, { id: 1, type: 'status', at: new Date().toISOString(), data: { status: 'running', phase: 'calling_llm', step: 2 } }, { sessionId: 'session-1' });
+  await tick();
+  expect(p.stats()).toMatchObject({ requests: 2, queued: 2 });
+  expect(seen.some((c) => c.kind === 'event')).toBe(false);
+  p.event(turn, { id: 2, type: 'done', at: new Date().toISOString(), data: {} }, { sessionId: 'session-1' });
+  await until(() => seen.filter((c) => c.kind === 'event').length === 2, 'the events');
   expect(hub.snapshot(turn)).toMatchObject({ step: 2, text: 'Done' });
   // The hub has it before the publisher has the answer: wait for that (nothing is left to send).
   await p.flush();
-  expect(p.stats()).toMatchObject({ requests: 3, queued: 0, sent: 5, dropped: 0 });
+  expect(p.stats()).toMatchObject({ requests: 3, queued: 0, sent: 6, dropped: 0 });
   expect(answered).toEqual([204, 204, 204]);
-  expect(seen.map((c) => c.kind)).toEqual(['delta', 'delta', 'end', 'delta', 'event']);
+  expect(seen.map((c) => c.kind)).toEqual(['delta', 'delta', 'end', 'delta', 'event', 'event']);
   unsubscribe();
 });
 
