@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as lockfile from 'proper-lockfile';
 
 // proper-lockfile's own default; a process that died holding the lock blocks others for at most this.
@@ -15,36 +16,59 @@ export interface HeldLock {
   readonly compromised: Error | undefined;
 }
 
+type Callback<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
+
+/** A synchronous call answered through a callback, as proper-lockfile's `fs` option calls it. */
+const now =
+  <A extends unknown[], T>(call: (...args: A) => T) =>
+  (...args: [...A, Callback<T>]): void => {
+    const callback = args.pop() as Callback<T>;
+    let value: T;
+    try {
+      value = call(...(args as unknown as A));
+    } catch (err) {
+      callback(err as NodeJS.ErrnoException);
+      return;
+    }
+    callback(null, value);
+  };
+
+/**
+ * The calls proper-lockfile makes on the lock directory, synchronous: a `mkdir` to take it, a
+ * `stat` (and once per process a `utimes`, to learn the file system's mtime precision, kept on this
+ * object), an `rmdir` to release it, and a `stat` and `utimes` every few seconds while it is held.
+ * Tens of microseconds on a local disk, where each asynchronous call is a trip through libuv's
+ * thread pool and back through a busy event loop (docs/decisions/0035, 0048). Waiting for a lock
+ * another process holds stays asynchronous: the retries are timers.
+ */
+const LOCK_FS = {
+  mkdir: now(fs.mkdirSync),
+  realpath: now(fs.realpathSync),
+  stat: now(fs.statSync),
+  rmdir: now(fs.rmdirSync),
+  utimes: now(fs.utimesSync),
+};
+
 /**
  * Locks `<file>.lock`; the file must exist (the lock is keyed on its real path, symlinks resolved).
  * `resolved`: `file` is that real path already (an appender resolves it once, not on every append).
- *
- * A free lock is taken at once, with proper-lockfile's synchronous calls: a `mkdir`, and a `utimes`
- * and a `stat` of the lock directory, tens of microseconds on a local disk, where each asynchronous
- * call is a trip through libuv's thread pool and back through a busy event loop (a worker's ~0.2 to
- * 0.5 ms each; docs/decisions/0035). A lock another process holds is waited for with the retries.
  */
 export async function lockAuditFile(file: string, retries: typeof APPEND_LOCK_RETRIES, opts: { resolved?: boolean } = {}): Promise<HeldLock> {
   let compromised: Error | undefined;
-  const options = {
+  const release = await lockfile.lock(file, {
     stale: LOCK_STALE_MS,
+    retries,
     realpath: opts.resolved !== true,
+    fs: LOCK_FS,
     // The default handler throws from a timer, which would crash the whole process.
-    onCompromised: (err: Error) => {
+    onCompromised: (err) => {
       compromised = err;
     },
-  };
-  const held = (release: () => Promise<void>): HeldLock => ({
+  });
+  return {
     release,
     get compromised() {
       return compromised;
     },
-  });
-  try {
-    const release = lockfile.lockSync(file, options);
-    return held(async () => release());
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-  }
-  return held(await lockfile.lock(file, { ...options, retries }));
+  };
 }
