@@ -2,10 +2,8 @@
 import { tracing } from './telemetry/register-worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { type InjectedSinks, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
-import type { WorkflowInfo } from '@temporalio/workflow';
-import { type ApprovalWaitEnd, type MetricsSinks, SessionIdKey, type SessionSinks, TenantIdKey, type TurnAccounting, type TurnEventSinks, type TurnOutcome, UserIdKey } from './workflows/definitions';
-import type { PushedTurn, TurnEvent } from './shared/turn';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { SessionIdKey, TenantIdKey, type TurnAccounting, type TurnOutcome, UserIdKey } from './workflows/definitions';
 import { createActivities } from './activities';
 import { createLivePublisher, createNoopPublisher } from './live/publisher';
 import { busLiveTransport } from './live/pg-bus';
@@ -39,7 +37,8 @@ import { logContextActivityInterceptor } from './cli/activity-log-context';
 import { reportUrlFrom, startWorkerReporter } from './health/reporter';
 import { fileUsageLedger, postgresUsageLedger } from './usage/ledger';
 import { createAttemptUsageRecorder, workflowOwnerFrom } from './usage/attempt-usage';
-import { createSessionLink, sessionSinks } from './session-link';
+import { createSessionLink } from './session-link';
+import { workerSinks } from './worker-sinks';
 import { createInputLink } from './input-link';
 import { Client } from '@temporalio/client';
 import { fileLivenessRegistry } from './liveness/file-registry';
@@ -259,48 +258,8 @@ async function main(): Promise<void> {
       // stopped a cancelled turn's task from being cancelled on its server (tests/e2e/tasks.e2e.test.ts),
       // so the tool heartbeat timeout is 10 s instead of 5 s (docs/SCALING.md, "A crashed worker").
       interceptors: { ...bundle.interceptors, activity: [...traced.interceptors.activity, logContextActivityInterceptor, ...(liveness ? [liveness.interceptor] : [])] },
-      // Turn outcomes and approval waits for metrics: called by the turn workflow, never during replay
-      // (the turn logs its own start and end).
-      sinks: {
-        ...traced.sinks,
-        metrics: {
-          turnFinished: {
-            fn: (info: WorkflowInfo, outcome: TurnOutcome, _llmSteps: number, _toolCalls: number, accounting?: TurnAccounting) => {
-              // On the next turn of the event loop: the worker awaits its sinks before it hands the
-              // workflow's completion on, and the records are written either way.
-              const user = accounting?.user;
-              if (accounting && user) setImmediate(() => void accountTurn(info.workflowId, outcome, { ...accounting, user }));
-              metrics.observer.turnFinished(outcome, (Date.now() - info.startTime.getTime()) / 1000, info.historyLength);
-            },
-            callDuringReplay: false,
-          },
-          approvalWaiting: {
-            fn: (info: WorkflowInfo, toolCallId: string, timeoutMs: number) => metrics.observer.approvalWaiting(`${info.workflowId}/${toolCallId}`, Date.now() + timeoutMs),
-            callDuringReplay: false,
-          },
-          approvalEnded: {
-            fn: (info: WorkflowInfo, toolCallId: string, how: ApprovalWaitEnd) => metrics.observer.approvalEnded(`${info.workflowId}/${toolCallId}`, how),
-            callDuringReplay: false,
-          },
-        },
-        // A turn's end, signalled at once to whoever waits for it (its session, or the next turn of its chain).
-        ...sessionSinks(
-          sessionLink,
-          (target, turnId, err) =>
-            logger.warn({ turnId, target, err: err instanceof Error ? err.message : String(err) }, 'telling the waiting workflow that the turn ended failed; it will check on the turn'),
-          // The memory after a turn, to the API: the next message of its session starts with it (no read).
-          (turnId, memory) => live.memory(turnId, memory),
-        ),
-        // Each durable event to the API beside the live text, so its streams need no query. Runs after
-        // the activation, possibly before the task is persisted: a retried task pushes the same ids
-        // again and the API keeps the first copy (docs/decisions/0015-durable-events-pushed.md).
-        turnEvents: {
-          emitted: {
-            fn: (info: WorkflowInfo, event: TurnEvent, turn: PushedTurn) => live.event(info.workflowId, event, turn),
-            callDuringReplay: false,
-          },
-        },
-      } satisfies InjectedSinks<MetricsSinks & TurnEventSinks & SessionSinks>,
+      // The workflows' sinks: metrics, a turn's usage at its end, its follower, its events and memory to the API.
+      sinks: { ...traced.sinks, ...workerSinks({ metrics: metrics.observer, accountTurn, sessionLink, live, logger }) },
       activities: createActivities({
         audit,
         hub,
