@@ -13,14 +13,15 @@
  * entry this process wrote last is the head, and reading and re-hashing it again would tell nothing
  * new. Another process's append changes the size, a rewrite the change time, a rotation the inode.
  *
- * Everything but the sync to disk is a synchronous call: opening, locking, reading the head and
- * writing a few hundred bytes take tens of microseconds on a local disk, while each asynchronous
- * call waits for a thread-pool trip and a turn of a busy event loop. The `fdatasync`, which a slow
- * disk can stretch, stays asynchronous.
- * (docs/decisions/0035-worker-cpu-live-pushes-and-audit-appends.md)
+ * The calls are synchronous: opening, locking, reading the head and writing a few hundred bytes take
+ * tens of microseconds on a local disk, while each asynchronous call waits for a thread-pool trip
+ * and a turn of a busy event loop. So is the `fdatasync` while syncs are quick (a local disk: about
+ * 0.1 ms here); one slower than SLOW_SYNC_MS moves the next ASYNC_SYNCS_AFTER_SLOW syncs into the
+ * thread pool, where a slow disk stalls no one and the appends that arrive meanwhile share the next
+ * write (group commit).
+ * (docs/decisions/0035-worker-cpu-live-pushes-and-audit-appends.md, 0048)
  */
-import { closeSync, fdatasync, fstatSync, mkdirSync, openSync, readSync, realpathSync, writeSync, type Stats } from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, mkdirSync, openSync, readSync, realpathSync, writeSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { AuditLogError, EMPTY_CHAIN, headOf, nextEntry, type AuditChainStore, type AuditDraft, type ChainHead } from './chain';
 import { APPEND_LOCK_RETRIES, lockAuditFile, type HeldLock } from './lock';
@@ -31,6 +32,10 @@ const MAX_TAIL_CHUNK_BYTES = 1 << 20;
 const NEWLINE = 0x0a;
 /** Most entries one write carries; more waiting go in the next. */
 const MAX_GROUP_ENTRIES = 100;
+/** A sync to disk slower than this (a loaded or remote disk) is not made on the event loop again for a while. */
+const SLOW_SYNC_MS = 2;
+/** How many syncs go to the thread pool after a slow one, before one is timed on the loop again. */
+const ASYNC_SYNCS_AFTER_SLOW = 100;
 
 export class FileAuditStore implements AuditChainStore {
   readonly file: string;
@@ -78,6 +83,8 @@ class FileAppender {
   /** The file's real path once it exists: proper-lockfile keys the lock on it (symlinks resolved). */
   private lockPath: string | undefined;
   private written: WrittenTail | undefined;
+  /** Syncs left to make in the thread pool (after a slow one on the loop). */
+  private asyncSyncs = 0;
 
   constructor(private readonly file: string) {}
 
@@ -156,7 +163,7 @@ class FileAppender {
         this.written = undefined;
         writeFully(fd, bytes);
         // The data and the size it needs to be read back (an append's metadata), before anyone is told.
-        await datasync(fd);
+        await this.sync(fd);
         const after = fstatSync(fd);
         if (after.size === before.size + bytes.length) {
           this.written = { dev: after.dev, ino: after.ino, size: after.size, ctimeMs: after.ctimeMs, head };
@@ -170,6 +177,18 @@ class FileAppender {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** The data and the size it needs to be read back, on disk: in place while syncs are quick. */
+  private async sync(fd: number): Promise<void> {
+    if (this.asyncSyncs > 0) {
+      this.asyncSyncs--;
+      await datasync(fd);
+      return;
+    }
+    const started = performance.now();
+    fdatasyncSync(fd);
+    if (performance.now() - started > SLOW_SYNC_MS) this.asyncSyncs = ASYNC_SYNCS_AFTER_SLOW;
   }
 
   /** The head this process wrote, if the file is still exactly as it was after that write. */
@@ -187,7 +206,8 @@ function prepare(file: string): string {
   return realpathSync(file);
 }
 
-const datasync = promisify(fdatasync);
+/** fdatasync in the thread pool. */
+const datasync = (fd: number): Promise<void> => new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
 function writeFully(fd: number, bytes: Buffer): void {
   let done = 0;

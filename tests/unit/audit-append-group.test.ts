@@ -4,6 +4,7 @@
  * the file is exactly as it left it; anything another writer did in between is read from the file.
  * (Two real processes appending to one file: tests/unit/audit-log.test.ts.)
  */
+import fs from 'node:fs';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -114,4 +115,32 @@ it('recreates a directory removed between appends', async () => {
 
   await expect(log.append(input(2))).resolves.toMatchObject({ seq: 1 });
   await expect(verifyAuditLog(file)).resolves.toMatchObject({ ok: true, entries: 1 });
+});
+
+it('syncs in place while syncs are quick; after a slow one, the next go to the thread pool, where appends arriving meanwhile share a write', async () => {
+  const file = path.join(dir, 'audit.jsonl');
+  const log = new AuditLog(file);
+  const syncNow = fs.fdatasyncSync;
+  const inPlace = jest.spyOn(fs, 'fdatasyncSync');
+  const inPool = jest.spyOn(fs, 'fdatasync');
+  await log.append(input(1));
+  expect([inPlace.mock.calls.length, inPool.mock.calls.length]).toEqual([1, 0]);
+
+  // A disk that took its time: this sync still happens in place, the next ones do not.
+  inPlace.mockImplementationOnce((fd) => {
+    const until = performance.now() + 5;
+    while (performance.now() < until);
+    syncNow(fd);
+  });
+  await log.append(input(2));
+  const locks = jest.spyOn(lock, 'lockAuditFile');
+  const first = log.append(input(3));
+  // Asked while the first write's sync is in the pool: written together after it, under one more lock.
+  await new Promise((r) => setImmediate(r));
+  const later = [log.append(input(4)), log.append(input(5))];
+  await Promise.all([first, ...later]);
+  expect(inPlace).toHaveBeenCalledTimes(2);
+  expect(inPool).toHaveBeenCalledTimes(2);
+  expect(locks).toHaveBeenCalledTimes(2);
+  await expect(verifyAuditLog(file)).resolves.toMatchObject({ ok: true, entries: 5 });
 });
