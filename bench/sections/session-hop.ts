@@ -43,6 +43,8 @@ export interface SessionHopResult {
   steps: StepRow[];
   /** A new session's turn beside a direct turn, the same way. */
   sessionSteps: StepRow[];
+  /** A turn of the session that goes on beside a direct turn, the same way. */
+  reusedSteps: StepRow[];
 }
 
 export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Paths, opts: Options, resetNotes: () => void): Promise<SessionHopResult> {
@@ -72,7 +74,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
   };
   for (let i = 0; i < opts.warmup; i++) for (const p of PATHS) await run[p]();
   const samples = Object.fromEntries(PATHS.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
-  const measured = { direct: [] as string[], ioFloor: [] as string[], session: [] as string[] };
+  const measured = { direct: [] as string[], ioFloor: [] as string[], session: [] as string[], sessionReused: [] as string[] };
   for (let i = 0; i < turns; i++) {
     // Rotate which path goes first so none always runs right after another.
     for (let j = 0; j < PATHS.length; j++) {
@@ -80,13 +82,14 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
       const t0 = performance.now();
       const id = await run[p]();
       samples[p].push(performance.now() - t0);
-      if ((p === 'direct' || p === 'ioFloor' || p === 'session') && typeof id === 'string') measured[p].push(id);
+      if ((p === 'direct' || p === 'ioFloor' || p === 'session' || p === 'sessionReused') && typeof id === 'string') measured[p].push(id);
     }
   }
   const breakdowns = async (ids: string[]) => await Promise.all(ids.map((id) => turnBreakdown(sys.client.workflow.getHandle(id))));
   const directSteps = await breakdowns(measured.direct);
   const steps = stepMedians(directSteps, await breakdowns(measured.ioFloor));
   const sessionSteps = stepMedians(await breakdowns(measured.session), directSteps);
+  const reusedSteps = stepMedians(await breakdowns(measured.sessionReused), directSteps);
   log(`session hop: CPU blocks of ${turns} turns per path`);
   const cpu = {} as SessionHopResult['cpu'];
   for (const p of PATHS) {
@@ -110,6 +113,7 @@ export async function sessionHopSection(sys: TestSystem, pids: Pids, paths: Path
     ioCalls: ioTurn.calls.length,
     steps,
     sessionSteps,
+    reusedSteps,
     historyBytes: {
       direct: (await turnBreakdown(sys.client.workflow.getHandle(capturedId))).historyBytes,
       ioFloor: (await turnBreakdown(sys.client.workflow.getHandle(ioFloorId))).historyBytes,
@@ -161,5 +165,7 @@ export function renderSessionHop(r: SessionHopResult): string {
     renderSteps(r.steps, 'direct turn', 'I/O floor'),
     "A new session's turn beside a direct turn, the same way (what the session adds outside the history, the API's start code and the client's wait, is its p50 less its history span):",
     renderSteps(r.sessionSteps, 'new session', 'direct turn'),
+    'A turn of the session that goes on (its memory grows by an exchange per turn) beside a direct turn, the same way:',
+    renderSteps(r.reusedSteps, 'session going on', 'direct turn'),
   ].join('\n');
 }
