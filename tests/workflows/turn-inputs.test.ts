@@ -36,28 +36,39 @@ describe.each(WORKER_MODES)('on $mode', ({ options }) => {
         await audited.promise;
       },
       callTool: async (input) => {
-        const turn = env().client.workflow.getHandle(Context.current().info.workflowExecution?.workflowId ?? '');
-        const toolCallId = input.toolCallId ?? '';
-        await turn.signal(inputAskedSignal, { toolCallId, question: asked });
-        // The second ask lands while the turn audits the first (what the next attempt does after a worker died).
-        await auditing.promise;
-        await turn.signal(inputAskedSignal, { toolCallId, question: asked });
-        const seen = await eventually(
-          async () => (await turn.fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'inputAsked').length ?? 0,
-          (n) => n >= 2,
-        );
-        expect(seen).toBe(2);
-        audited.resolve();
-        const held = await eventually(
-          async () => await turn.query(inputAnswerQuery, { toolCallId }),
-          (h) => h?.answer != null,
-          60_000,
-        );
-        if (!held?.answer) throw new Error('no answer came');
-        const answer = await turn.executeUpdate(inputTakenUpdate, { args: [{ toolCallId }] });
-        return { isError: false, text: `ordered a ${String(answer.content?.['size'])} pie` };
+        // It beats while it waits, as the real call does: on a loaded machine, with every task replayed,
+        // the wait for the owner's answer can outlast the heartbeat timeout (15 s here).
+        const ctx = Context.current();
+        const beats = setInterval(() => ctx.heartbeat(), 1_000);
+        try {
+          return await askTwiceAndWait(input);
+        } finally {
+          clearInterval(beats);
+        }
       },
     });
+    async function askTwiceAndWait(input: { toolCallId?: string }) {
+      const turn = env().client.workflow.getHandle(Context.current().info.workflowExecution?.workflowId ?? '');
+      const toolCallId = input.toolCallId ?? '';
+      await turn.signal(inputAskedSignal, { toolCallId, question: asked });
+      // The second ask lands while the turn audits the first (what the next attempt does after a worker died).
+      await auditing.promise;
+      await turn.signal(inputAskedSignal, { toolCallId, question: asked });
+      const seen = await eventually(
+        async () => (await turn.fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'inputAsked').length ?? 0,
+        (n) => n >= 2,
+      );
+      expect(seen).toBe(2);
+      audited.resolve();
+      const held = await eventually(
+        async () => await turn.query(inputAnswerQuery, { toolCallId }),
+        (h) => h?.answer != null,
+        60_000,
+      );
+      if (!held?.answer) throw new Error('no answer came');
+      const answer = await turn.executeUpdate(inputTakenUpdate, { args: [{ toolCallId }] });
+      return { isError: false, text: `ordered a ${String(answer.content?.['size'])} pie` };
+    }
     const handle = await env().client.workflow.start<typeof turnWorkflow>(TURN_WORKFLOW_TYPE, { workflowId: id, taskQueue: worker().taskQueue, args: [turnInput(id)] });
     await eventually(
       async (): Promise<TurnState> => await handle.query(turnStateQuery),
