@@ -10,7 +10,7 @@ import type { McpHub } from '../mcp/types';
 import type { WorkerObserver } from '../metrics';
 import type { AttemptUsageRecorder } from '../usage/attempt-usage';
 import type { SessionLink } from './session-link';
-import type { ElicitationAnswer, InputAsked } from '../shared/turn';
+import type { ElicitationAnswer, InputAsked } from '../shared/user-input';
 
 export interface ArgumentCheck {
   validate(schema: Record<string, unknown>, args: unknown): { ok: true } | { ok: false; message: string };

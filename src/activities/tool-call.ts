@@ -22,7 +22,7 @@ import type { ToolErrorClass, ToolOutcomeLabel } from '../metrics';
 import { Failure } from '../shared/failures';
 import { IDEMPOTENCY_KEY_META_KEY, TRACE_META_KEY } from '../shared/meta';
 import type { Catalog, CatalogTool, ToolOutcome } from '../shared/tool-types';
-import type { ElicitationAnswer, InputAsked, SamplingAllowance } from '../shared/turn';
+import type { ElicitationAnswer, InputAsked, SamplingAllowance } from '../shared/user-input';
 import type { UserContext } from '../shared/user';
 import type { ActivityDeps } from './deps';
 import type { createHostTools, HostToolAudit } from './host-tools';

@@ -19,7 +19,7 @@
  * re-issues the call with it.
  */
 import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { NO_CONTENT_SCHEMA, sameQuestion, type ElicitationAnswer, type InputAsked } from '../shared/turn';
+import { NO_CONTENT_SCHEMA, sameQuestion, type ElicitationAnswer, type InputAsked } from '../shared/user-input';
 import type { ElicitationRequest } from './server-requests';
 import type { CallElicitation } from './user-token';
 

@@ -7,7 +7,8 @@
  */
 import type { CreateMessageRequest, CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
 import type { LlmClient } from '../llm/client';
-import { NO_CONTENT_SCHEMA, type ChatMessage, type SamplingAllowance } from '../shared/turn';
+import { type ChatMessage } from '../shared/turn';
+import { NO_CONTENT_SCHEMA, type SamplingAllowance } from '../shared/user-input';
 import type { ElicitationSession } from './elicitation';
 import type { SamplingRequest } from './server-requests';
 import type { CallSampling } from './user-token';

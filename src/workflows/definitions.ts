@@ -5,7 +5,8 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { PredecessorEnded, TurnMemory } from '../shared/session';
-import type { ApprovalInput, ApprovalResult, ElicitationAnswer, InputAsked, PendingApproval, ProvideInput, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
+import type { ApprovalInput, ApprovalResult, PendingApproval, PushedTurn, TurnEvent, TurnState, TurnUsage } from '../shared/turn';
+import type { ElicitationAnswer, InputAsked, ProvideInput } from '../shared/user-input';
 
 export const TURN_WORKFLOW_TYPE = 'turnWorkflow';
 

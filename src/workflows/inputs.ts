@@ -5,7 +5,7 @@ import type { TurnRecord } from '../core/turn-record';
 import type { AuditRequest } from '../shared/audit';
 import { Failure } from '../shared/failures';
 import type { Policy } from '../shared/policy';
-import { INPUT_WAIT_MS, sameQuestion, type ElicitationAnswer, type InputAsked, type InputMode } from '../shared/turn';
+import { INPUT_WAIT_MS, sameQuestion, type ElicitationAnswer, type InputAsked, type InputMode } from '../shared/user-input';
 import type { UserContext } from '../shared/user';
 import { inputAnswerQuery, inputAskedSignal, inputTakenUpdate, provideInputUpdate } from './definitions';
 

@@ -3,7 +3,8 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdate
 import { ApplicationFailure } from '@temporalio/common';
 import { sessionOfTurn, TURN_ID_PATTERN } from '../../shared/ids';
 import type { Catalog } from '../../shared/tool-types';
-import type { DirectToolCall, TurnState, ApprovalInput, ProvideInput } from '../../shared/turn';
+import type { DirectToolCall, TurnState, ApprovalInput } from '../../shared/turn';
+import type { ProvideInput } from '../../shared/user-input';
 import type { TurnSettings } from '../../config';
 import { Failure, failedTurnRecord, failureTypeOf } from '../../shared/failures';
 import { approveToolCallUpdate, authorizationCompletedSignal, provideInputUpdate, SessionIdKey, TenantIdKey, UserIdKey, turnStateQuery } from '../../workflows/definitions';
