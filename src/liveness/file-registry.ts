@@ -11,7 +11,7 @@
  *
  * A call's own file is written and removed with synchronous calls: a few syscalls on a local disk
  * take microseconds, where each asynchronous one waits for a thread-pool trip and a turn of the
- * worker's event loop, and these are on every tool call's path (docs/decisions/0035).
+ * worker's event loop, and these are on every tool call's path (docs/decisions/0048).
  */
 import { randomBytes } from 'node:crypto';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';

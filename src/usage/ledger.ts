@@ -197,8 +197,15 @@ export function fileUsageLedger(file: string): UsageLedger {
       // need not read the file, so a worker reads it only to look a retried step's attempts up. On
       // every model call's path: synchronous calls, microseconds on a local disk, where each
       // asynchronous one waits for a thread-pool trip and a turn of the event loop (decision 0035).
-      mkdirSync(path.dirname(resolved), { recursive: true });
-      appendFileSync(resolved, `${JSON.stringify(r)}\n`, 'utf8');
+      const line = `${JSON.stringify(r)}\n`;
+      try {
+        appendFileSync(resolved, line, 'utf8');
+      } catch (err) {
+        // Its directory is made when the first append finds it missing, not before every append.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        mkdirSync(path.dirname(resolved), { recursive: true });
+        appendFileSync(resolved, line, 'utf8');
+      }
     },
     async get(keys) {
       const records = await current();
